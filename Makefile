@@ -44,7 +44,7 @@ else
 $(info make: skipping the ust build: no <lttng/tracepoint.h> (Debian package liblttng-ust-dev))
 endif
 
-all: $(addprefix build/benchmark-,$(filter $(WANT),$(BUILDS)))
+all: $(addprefix build/benchmark-,$(filter $(WANT),$(BUILDS))) build/memlock-shim.so
 
 list:
 	@echo "plain        nothing in single_trace (the baseline)"
@@ -88,6 +88,11 @@ build/nop5/sys/sdt.h: | build/nop5/sys
 build/ust_provider.o: src/ust_provider.c src/ust_tp.h | build
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c $< -o $@
+
+# Preloaded into stapbpf on kernels that do not charge BPF to memlock.
+build/memlock-shim.so: src/memlock_shim.c | build
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS) $(WARN) -shared -fPIC $< -o $@ -ldl
 
 build/benchmark-plain: src/benchmark.c src/trace/plain.h | build
 	$(call compile,plain)

@@ -243,13 +243,19 @@ static int nth_allowed_cpu(long k)
 static void print_json(FILE *f, const struct params *p, const struct worker *w, uint64_t t0,
 		       uint64_t t1)
 {
+	struct rusage self;
 	long k;
 
+	/* The whole process's CPU, so a runner can tell a tracer's CPU (in
+	 * its rusage, which includes this child's) from the target's. */
+	if (getrusage(RUSAGE_SELF, &self))
+		die("benchmark: getrusage");
 	fprintf(f,
 		"{\"build\":\"%s\",\"pid\":%ld,\"threads\":%ld,\"iterations\":%lld,\"pinned\":%s,"
-		"\"clock\":\"CLOCK_MONOTONIC\",\"wall_ns\":%" PRIu64 ",\"per_thread\":[",
+		"\"clock\":\"CLOCK_MONOTONIC\",\"wall_ns\":%" PRIu64 ",\"process_user_ns\":%" PRIu64
+		",\"process_sys_ns\":%" PRIu64 ",\"per_thread\":[",
 		TRACE_BUILD, (long)getpid(), p->threads, p->iterations, p->pin ? "true" : "false",
-		t1 - t0);
+		t1 - t0, ns_of_tv(&self.ru_utime), ns_of_tv(&self.ru_stime));
 	for (k = 0; k < p->threads; k++) {
 		const struct thread_result *r = &w[k].r;
 		fprintf(f,

@@ -1,0 +1,108 @@
+"""configs.py: the kit's configurations, one row each.  `scripts/run.py
+--list` prints this table; CONFIGS=... picks rows by name or pattern.
+
+Columns: name, build (build/benchmark-BUILD), tracer (scripts/tracers/),
+probe (where: function entry, marker, marker with its semaphore raised,
+or marker with the semaphore left off), action (what the probe does:
+nothing, count only, or record a timestamp and the argument), mode
+(tracer-specific), script (stap), expect (all events, or none), and a
+one-line description.
+"""
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    build: str
+    tracer: str
+    probe: str = ""  # function | marker | marker-semaphore | marker-noref
+    action: str = ""  # count | record
+    mode: str = ""
+    script: str = ""
+    expect: str = "all"  # all: threads x iterations events; none: 0 events
+    overwrite: bool = False  # a flight recorder keeps only the newest events
+    description: str = ""
+
+
+C = Config
+CONFIGS = [
+    # Baselines first: nothing attached.  `baseline` is what every other
+    # row is measured against; the idle-* rows are each build's own cost
+    # with no tracer (a marker's nop, a semaphore test, -pg's mcount calls).
+    C("baseline", "plain", "none", description="bare call, nothing in single_trace"),
+    C("idle-sdt", "sdt", "none", description="SDT marker (1-byte nop), nothing attached"),
+    C("idle-sdt-guarded", "sdt-guarded", "none",
+      description="marker under its semaphore, nothing attached"),
+    C("idle-sdt-nop5", "sdt-nop5", "none", description="marker at a 5-byte nop, nothing attached"),
+    C("idle-ust", "ust", "none", description="LTTng-UST tracepoint, no session"),
+    C("idle-pg", "pg", "none", description="-pg build (mcount calls), no uftrace"),
+
+    # ftrace uprobe_events, recorded into the kit's own overwrite-mode buffer.
+    C("ftrace-function", "plain", "ftrace", "function", "record",
+      description="uprobe on single_trace's entry (a 1-byte ret)"),
+    C("ftrace-sdt", "sdt", "ftrace", "marker", "record",
+      description="uprobe on the SDT marker (1-byte nop)"),
+    C("ftrace-sdt-guarded", "sdt-guarded", "ftrace", "marker-semaphore", "record",
+      description="uprobe on the guarded marker, semaphore raised by the kernel's ref counter"),
+    C("ftrace-sdt-guarded-noref", "sdt-guarded", "ftrace", "marker-noref", "record",
+      expect="none",
+      description="the guarded marker WITHOUT the ref counter: the guard stays off, 0 events"),
+    C("ftrace-sdt-nop5", "sdt-nop5", "ftrace", "marker", "record",
+      description="uprobe on the 5-byte nop marker (optimised on Linux >= 6.18)"),
+
+    # perf probe on the SDT marker.
+    C("perf-stat-sdt", "sdt", "perf", "marker", "count", "stat",
+      description="perf probe + perf stat -e (counted in the kernel)"),
+    C("perf-record-sdt", "sdt", "perf", "marker", "record", "record",
+      description="perf probe + perf record -e (every event to perf.data)"),
+
+    # bpftrace, counting only or storing a timestamp and the argument.
+    C("bpftrace-function-count", "plain", "bpftrace", "function", "count",
+      description="uprobe:single_trace { count }"),
+    C("bpftrace-function-store", "plain", "bpftrace", "function", "record",
+      description="uprobe:single_trace { store nsecs and arg0 }"),
+    C("bpftrace-sdt-count", "sdt", "bpftrace", "marker", "count",
+      description="usdt marker { count }"),
+    C("bpftrace-sdt-store", "sdt", "bpftrace", "marker", "record",
+      description="usdt marker { store nsecs and arg0 }"),
+    C("bpftrace-nop5-count", "sdt-nop5", "bpftrace", "marker", "count",
+      description="usdt on the 5-byte nop marker { count }"),
+    C("bpftrace-nop5-store", "sdt-nop5", "bpftrace", "marker", "record",
+      description="usdt on the 5-byte nop marker { store nsecs and arg0 }"),
+
+    # LTTng-UST.
+    C("lttng-flight", "ust", "lttng", "tracepoint", "record", "snapshot", overwrite=True,
+      description="tracepoint into a snapshot (flight-recorder, overwrite) session"),
+    C("lttng-disk", "ust", "lttng", "tracepoint", "record", "disk",
+      description="tracepoint into a normal session written to disk"),
+
+    # uftrace.
+    C("uftrace", "pg", "uftrace", "function", "record",
+      description="uftrace record of the -pg build (every entry and exit)"),
+
+    # SystemTap, the 2011 experiment (stp/).
+    C("stap-function-time", "sdt", "stap", "function", "record", script="stp/function-time.stp",
+      description="process.function, printf gettimeofday_ns() and $v (the 2011 probe)"),
+    C("stap-function", "sdt", "stap", "function", "record", script="stp/function.stp",
+      description="process.function, printf $v (no gettimeofday_ns)"),
+    C("stap-mark-time", "sdt", "stap", "marker", "record", script="stp/mark-time.stp",
+      description="process.mark, printf gettimeofday_ns() and $arg1 (the 2011 probe)"),
+    C("stap-mark", "sdt", "stap", "marker", "record", script="stp/mark.stp",
+      description="process.mark, printf $arg1 (no gettimeofday_ns)"),
+    C("stap-mark-empty", "sdt", "stap", "marker", "count", script="stp/mark-empty.stp",
+      description="process.mark, count only: the trap without a handler's work"),
+    C("stap-mark-alibi", "sdt", "stap", "marker", "count", "alibi", script="stp/mark-empty.stp",
+      expect="unverifiable",
+      description="process.mark with -DSTP_ALIBI (module runtime only): no handler runs"),
+]
+
+BY_NAME = {c.name: c for c in CONFIGS}
+
+
+def table():
+    w = max(len(c.name) for c in CONFIGS)
+    rows = [f"{'name':<{w}}  {'build':<11}  {'tracer':<8}  description"]
+    for c in CONFIGS:
+        rows.append(f"{c.name:<{w}}  {c.build:<11}  {c.tracer:<8}  {c.description}")
+    return "\n".join(rows)

@@ -1,0 +1,642 @@
+#!/usr/bin/env python3
+"""run.py: the kit's runner, what `make run` starts.
+
+Measures every configuration (scripts/configs.py) that can run here, for
+each thread count, repeated and interleaved, into a new folder
+results/<UTC stamp>/ (runs.csv, meta.json, logs/), then writes the report.
+
+    make run THREADS=1..8 ITER=10000000 RUNS=3 CONFIGS='baseline,bpftrace-*'
+    python3 scripts/run.py --threads 1,2 --iter 100000 --configs 'ftrace-*'
+    python3 scripts/run.py --list
+
+Needs root for every tracer (uprobes); without it only the untraced rows
+run.  Input is checked before anything is installed, built or attached.
+Human progress goes to stderr; the machine record is runs.csv.
+"""
+import argparse
+import csv
+import datetime
+import fnmatch
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import configs  # noqa: E402
+import elfinfo  # noqa: E402
+import tracers  # noqa: E402
+from tracers import tracefs  # noqa: E402
+from tracers.base import TracerError  # noqa: E402
+
+MAX_THREADS = 1024  # as in src/benchmark.c
+MAX_ITER = 10 ** 12
+WARMUP_ITER = 20000  # per thread, for the warm-up that also calibrates
+
+COLUMNS = [
+    "started", "config", "build", "tracer", "probe", "action", "threads", "iterations", "rep",
+    "status", "reason", "events_expected", "events_seen", "events_dropped", "wall_ns",
+    "thread_wall_ns", "thread_user_ns", "thread_sys_ns", "thread_cpu_ns", "process_user_ns",
+    "process_sys_ns", "tracer_user_ns", "tracer_sys_ns", "runtime", "note",
+]
+
+# Programs and headers the kit uses, and the Debian package of each.
+PACKAGES = {
+    "dtrace": "systemtap-sdt-dev", "stap": "systemtap", "bpftrace": "bpftrace",
+    "perf": "linux-perf", "lttng": "lttng-tools", "lttng-sessiond": "lttng-tools",
+    "babeltrace2": "babeltrace2", "uftrace": "uftrace",
+}
+HEADERS = {"sys/sdt.h": "systemtap-sdt-dev", "lttng/tracepoint.h": "liblttng-ust-dev"}
+
+
+class Interrupted(Exception):
+    pass
+
+
+# -- input ---------------------------------------------------------------------
+def parse_threads(text):
+    """THREADS: 'A..B', 'A,B,C' or 'A', each 1..MAX_THREADS, ascending."""
+    allowed = f"'A..B' (A <= B), 'A,B,...' or 'A', whole numbers in 1..{MAX_THREADS}"
+    m = re.fullmatch(r"(\d+)\.\.(\d+)", text)
+    if m:
+        values = list(range(int(m.group(1)), int(m.group(2)) + 1))
+        if not values:
+            raise argparse.ArgumentTypeError(f"THREADS '{text}' is not allowed: want {allowed}")
+    elif re.fullmatch(r"\d+(,\d+)*", text):
+        values = [int(x) for x in text.split(",")]
+    else:
+        raise argparse.ArgumentTypeError(f"THREADS '{text}' is not allowed: want {allowed}")
+    if min(values) < 1 or max(values) > MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"THREADS '{text}' is not allowed: want {allowed}")
+    return sorted(set(values))
+
+
+def int_in(name, lo, hi):
+    def parse(text):
+        if not re.fullmatch(r"\d+", text) or not lo <= int(text) <= hi:
+            raise argparse.ArgumentTypeError(
+                f"{name} '{text}' is not allowed: want a whole number in {lo}..{hi}")
+        return int(text)
+    return parse
+
+
+def flag01(name):
+    def parse(text):
+        if text not in ("0", "1"):
+            raise argparse.ArgumentTypeError(f"{name} '{text}' is not allowed: want 0 or 1")
+        return text == "1"
+    return parse
+
+
+def parse_configs(text):
+    names = [c.name for c in configs.CONFIGS]
+    picked = []
+    for pat in re.split(r"[,\s]+", text.strip()):
+        if not pat:
+            continue
+        hits = fnmatch.filter(names, pat)
+        if not hits:
+            raise argparse.ArgumentTypeError(
+                f"CONFIGS '{pat}' matches no configuration; allowed: {', '.join(names)} "
+                "(or shell-style patterns of them; see `make run-list`)")
+        picked += [h for h in hits if h not in picked]
+    if not picked:
+        raise argparse.ArgumentTypeError("CONFIGS is empty")
+    # Keep the table's order, so baselines stay first.
+    return [c for c in configs.CONFIGS if c.name in picked]
+
+
+def parse_runtime(text):
+    if text not in ("module", "bpf", "auto"):
+        raise argparse.ArgumentTypeError(
+            f"STAP_RUNTIME '{text}' is not allowed: want module, bpf or auto")
+    return None if text == "auto" else text
+
+
+def parse_seconds(text):
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1
+    if not 0 <= v <= 3600:
+        raise argparse.ArgumentTypeError(
+            f"MAX_RUN_S '{text}' is not allowed: want seconds in 0..3600 (0: no cap)")
+    return v
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="run.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--threads", type=parse_threads, metavar="THREADS",
+                   help="thread counts: 1..8, 1,2,4,8 or 4 (default 1..CPUs)")
+    p.add_argument("--iter", type=int_in("ITER", 1, MAX_ITER), metavar="ITER",
+                   help="calls per thread (default 10000000)")
+    p.add_argument("--runs", type=int_in("RUNS", 1, 1000), metavar="RUNS",
+                   help="repetitions of each cell (default 3)")
+    p.add_argument("--configs", type=parse_configs, metavar="CONFIGS",
+                   help="names or patterns, comma-separated (default all)")
+    p.add_argument("--quick", type=flag01("QUICK"), default=False, metavar="0|1",
+                   help="a fast smoke run: ITER=100000 RUNS=1 THREADS=1..2, no warm-up")
+    p.add_argument("--no-install", type=flag01("NO_INSTALL"), default=False, metavar="0|1",
+                   help="never install missing Debian packages")
+    p.add_argument("--stap-runtime", type=parse_runtime, metavar="module|bpf|auto",
+                   help="force SystemTap's runtime (default: module where it works, else bpf)")
+    p.add_argument("--max-run-s", type=parse_seconds, default=2.0, metavar="MAX_RUN_S",
+                   help="cap a traced run's iterations so it takes about this long "
+                        "(default 2; 0 runs ITER everywhere)")
+    p.add_argument("--results", default=os.path.join(ROOT, "results"), metavar="DIR",
+                   help="where the results folder is made (default results/)")
+    p.add_argument("--no-report", action="store_true", help="do not run scripts/report.py")
+    p.add_argument("--list", action="store_true", help="print the configurations and exit")
+    a = p.parse_args(argv)
+    ncpu = os.cpu_count() or 1
+    if a.quick:
+        a.iter = a.iter or 100000
+        a.runs = a.runs or 1
+        a.threads = a.threads or list(range(1, min(2, ncpu) + 1))
+        a.max_run_s = 0
+    a.iter = a.iter or 10000000
+    a.runs = a.runs or 3
+    a.threads = a.threads or list(range(1, ncpu + 1))
+    a.configs = a.configs or list(configs.CONFIGS)
+    return a
+
+
+# -- the machine ---------------------------------------------------------------
+def say(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def first_line(cmd):
+    try:
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=20).stdout
+        return (out.strip().splitlines() or [""])[0]
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def has_header(h):
+    r = subprocess.run([os.environ.get("CC", "cc"), "-E", "-x", "c", "-"],
+                       input=f"#include <{h}>\n", text=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return r.returncode == 0
+
+
+def missing_packages(wanted_tracers):
+    need = {"dtrace"} | {t for t in wanted_tracers}
+    if "lttng" in need:
+        need |= {"lttng-sessiond", "babeltrace2"}
+    pkgs = {PACKAGES[c] for c in need if c in PACKAGES and not shutil.which(c)}
+    pkgs |= {p for h, p in HEADERS.items() if not has_header(h)}
+    if subprocess.run(["/usr/bin/python3", "-c", "import matplotlib"],
+                      stderr=subprocess.DEVNULL).returncode != 0:
+        pkgs.add("python3-matplotlib")
+    return sorted(pkgs)
+
+
+def install(pkgs, forbid):
+    if not pkgs:
+        return
+    if forbid:
+        say(f"run: missing Debian packages (not installing, NO_INSTALL=1): {' '.join(pkgs)}")
+        return
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        say(f"run: missing Debian packages (install them as root): {' '.join(pkgs)}")
+        return
+    say(f"run: installing the Debian packages it needs: {' '.join(pkgs)}")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-qq"], env=env)
+    r = subprocess.run(["apt-get", "install", "-y", "-qq", *pkgs], env=env)
+    if r.returncode != 0:
+        say("run: apt-get could not install them all; what needs them will be skipped")
+
+
+def environment(args, builds):
+    def read(path):
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError:
+            return None
+    cpu = None
+    for ln in (read("/proc/cpuinfo") or "").splitlines():
+        if ln.startswith("model name"):
+            cpu = ln.split(":", 1)[1].strip()
+            break
+    tools = {
+        "cc": first_line([os.environ.get("CC", "cc"), "--version"]),
+        "stap": first_line(["stap", "--version"]),
+        "bpftrace": first_line(["bpftrace", "--version"]),
+        "perf": first_line(["perf", "--version"]),
+        "lttng": first_line(["lttng", "--version"]),
+        "babeltrace2": first_line(["babeltrace2", "--version"]),
+        "uftrace": first_line(["uftrace", "--version"]),
+        "python": sys.version.split()[0],
+    }
+    sites = {}
+    for b in builds:
+        path = os.path.join(ROOT, "build", f"benchmark-{b}")
+        if os.path.exists(path):
+            sites[b] = elfinfo.summary(os.path.relpath(path, ROOT))
+    return {
+        "host": platform.node(), "cpu_model": cpu, "cpus": os.cpu_count(),
+        "kernel": platform.release(), "machine": platform.machine(),
+        "clocksource": read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        "tools": tools, "probe_sites": sites,
+        "inputs": {"threads": args.threads, "iter": args.iter, "runs": args.runs,
+                   "configs": [c.name for c in args.configs], "quick": args.quick,
+                   "max_run_s": args.max_run_s, "stap_runtime": args.stap_runtime or "auto"},
+        "root": os.geteuid() == 0,
+    }
+
+
+# -- one run -------------------------------------------------------------------
+class Run:
+    """One execution of the target under one configuration."""
+
+    def __init__(self, kit, cfg, threads, iterations, rep):
+        self.cfg, self.threads, self.iterations, self.rep = cfg, threads, iterations, rep
+        self.build = os.path.join(ROOT, "build", f"benchmark-{cfg.build}")
+        kit.serial += 1
+        self.tag = f"kit{kit.id}_{kit.serial}"
+        name = f"{cfg.name}-t{threads}-r{rep}"
+        self.log = os.path.join(kit.dir, "logs", name + ".log")
+        self.scratch = tempfile.mkdtemp(prefix=self.tag + "-", dir=kit.scratch)
+        self.state = {}
+        self.env = None
+
+    def target(self):
+        return [self.build, "--threads", str(self.threads), "--iterations",
+                str(self.iterations), "--quiet"]
+
+
+class Kit:
+    def __init__(self, args):
+        self.args = args
+        self.id = f"{os.getpid():x}"
+        self.serial = 0
+        self.dir = None
+        self.csv = None
+        self.attached = []  # (tracer, run) whose detach is pending
+        self.child = None
+        self.set_up = []
+        self.log = None
+
+    say = staticmethod(say)
+
+    def make_dir(self):
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        os.makedirs(self.args.results, exist_ok=True)
+        d, n = os.path.join(self.args.results, stamp), 1
+        while True:
+            try:
+                os.mkdir(d)
+                break
+            except FileExistsError:
+                n += 1
+                d = os.path.join(self.args.results, f"{stamp}-{n}")
+        self.dir = d
+        os.mkdir(os.path.join(d, "logs"))
+        self.scratch = tempfile.mkdtemp(prefix="kit-scratch-", dir=os.path.join(ROOT, "build"))
+        self.log = os.path.join(d, "logs", "kit.log")
+        self.csv_file = open(os.path.join(d, "runs.csv"), "w", newline="")
+        self.csv = csv.DictWriter(self.csv_file, COLUMNS)
+        self.csv.writeheader()
+        self.csv_file.flush()
+        latest = os.path.join(self.args.results, "latest")
+        if os.path.islink(latest) or not os.path.exists(latest):
+            tmp = latest + f".{os.getpid()}"
+            os.symlink(os.path.basename(d), tmp)
+            os.replace(tmp, latest)
+
+    def row(self, **kw):
+        kw.setdefault("started", datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"))
+        self.csv.writerow({k: ("" if v is None else v) for k, v in kw.items()})
+        self.csv_file.flush()
+        os.fsync(self.csv_file.fileno())
+
+    def run_one(self, cfg, threads, iterations, rep):
+        """Runs the target once under cfg; writes and returns its row."""
+        tracer = tracers.get(cfg.tracer)
+        run = Run(self, cfg, threads, iterations, rep)
+        base = dict(config=cfg.name, build=cfg.build, tracer=cfg.tracer, probe=cfg.probe,
+                    action=cfg.action, threads=threads, iterations=iterations, rep=rep)
+        expected = None if cfg.tracer == "none" else \
+            {"all": threads * iterations, "none": 0}.get(cfg.expect)
+        row = dict(base, events_expected=expected, status="failed")
+        t0 = time.monotonic()
+        try:
+            try:
+                self.attached.append((tracer, run))
+                tracer.attach(run)
+                cmd = tracer.wrap(run, run.target())
+                rec, rusage, why = self.execute(run, cmd)
+                if why:
+                    raise TracerError(why)
+                seen, dropped, note = tracer.events(run)
+            finally:
+                self.kill_child()
+                tracer.detach(run)  # if this raises, cleanup() tries again
+                self.attached.remove((tracer, run))
+            row.update(self.record_fields(rec))
+            if rusage and cmd[0] != run.build:
+                # The tracer's process and its children, less the target.
+                row["tracer_user_ns"] = max(0, int(rusage.ru_utime * 1e9) - rec["process_user_ns"])
+                row["tracer_sys_ns"] = max(0, int(rusage.ru_stime * 1e9) - rec["process_sys_ns"])
+            row.update(events_seen=seen, events_dropped=dropped, note=note,
+                       runtime=run.state.get("stap_runtime", ""))
+            row["status"], row["reason"] = self.verdict(cfg, expected, seen, rec, threads,
+                                                        iterations)
+        except TracerError as e:
+            row["reason"] = str(e)
+        except OSError as e:
+            row["reason"] = f"{e.filename or ''}: {e.strerror}".strip(": ")
+        except (Interrupted, KeyboardInterrupt):
+            raise
+        except Exception as e:  # a back-end's bug must not stop the matrix
+            with open(run.log, "a") as f:
+                traceback.print_exc(file=f)
+            row["reason"] = f"internal error: {type(e).__name__}: {e} (see {run.log})"
+        finally:
+            shutil.rmtree(run.scratch, ignore_errors=True)
+            row["_elapsed"] = time.monotonic() - t0
+        self.row(**{k: v for k, v in row.items() if not k.startswith("_")})
+        return row
+
+    @staticmethod
+    def verdict(cfg, expected, seen, rec, threads, iterations):
+        calls = sum(t["calls"] for t in rec["per_thread"])
+        if calls != threads * iterations:
+            return "failed", f"the target made {calls} calls, not {threads * iterations}"
+        if expected is None:
+            if cfg.tracer == "none":
+                return "ok", ""
+            return "unverified", "this configuration cannot count its events"
+        if seen == expected:
+            return "ok", ""
+        if cfg.overwrite and seen is not None and seen < expected:
+            return "overwritten", f"flight recorder kept {seen} of {expected} events"
+        return "mismatch", f"the tracer saw {seen} events, expected {expected}"
+
+    @staticmethod
+    def record_fields(rec):
+        pt = rec["per_thread"]
+        return {"wall_ns": rec["wall_ns"],
+                "thread_wall_ns": ";".join(str(t["wall_ns"]) for t in pt),
+                "thread_user_ns": ";".join(str(t["user_ns"]) for t in pt),
+                "thread_sys_ns": ";".join(str(t["sys_ns"]) for t in pt),
+                "thread_cpu_ns": ";".join(str(t["cpu_ns"]) for t in pt),
+                "process_user_ns": rec["process_user_ns"],
+                "process_sys_ns": rec["process_sys_ns"]}
+
+    def execute(self, run, cmd):
+        """Starts CMD in its own process group and waits, up to the time
+        limit.  Returns (the target's record, the rusage of CMD and its
+        children, why it failed or None)."""
+        out_path = os.path.join(run.scratch, "target.json")
+        limit = self.time_limit(run)
+        with open(out_path, "w") as out, open(run.log, "a") as log:
+            log.write("$ " + " ".join(cmd) + "\n")
+            log.flush()
+            self.child = subprocess.Popen(cmd, stdout=out, stderr=log, stdin=subprocess.DEVNULL,
+                                          cwd=ROOT, start_new_session=True, env=run.env)
+        deadline = time.monotonic() + limit
+        status = rusage = None
+        while status is None:
+            pid, st, ru = os.wait4(self.child.pid, os.WNOHANG)
+            if pid:
+                status, rusage = st, ru
+            elif time.monotonic() > deadline:
+                self.kill_child()
+                return None, None, f"{os.path.basename(cmd[0])} hung: killed after {limit:.0f} s"
+            else:
+                time.sleep(0.05)
+        self.child.returncode = os.waitstatus_to_exitcode(status)
+        self.kill_child()  # whatever the tracer left of the group (a stray target)
+        name = os.path.basename(cmd[0])
+        rc = self.child.returncode
+        self.child = None
+        with open(out_path) as f:
+            text = f.read()
+        with open(run.log, "a") as log:
+            log.write(text)
+        if rc < 0:
+            return None, None, f"{name} was killed by signal {-rc} ({signal.Signals(-rc).name})"
+        if rc != 0:
+            return None, None, f"{name} exited with status {rc}"
+        recs = [ln for ln in text.splitlines() if ln.startswith('{"build"')]
+        if len(recs) != 1:
+            return None, None, f"the target printed {len(recs)} records, not 1"
+        return json.loads(recs[0]), rusage, None
+
+    def kill_child(self):
+        c = self.child
+        if c is None:
+            return
+        try:
+            os.killpg(c.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if c.returncode is None:
+            try:
+                c.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def time_limit(self, run):
+        est = self.estimate.get((run.cfg.name, run.threads))
+        if est is None:
+            return 600
+        return 120 + 10 * est * run.iterations / max(1, self.calib_iter)
+
+    estimate = {}
+    calib_iter = WARMUP_ITER
+
+    def cleanup(self):
+        self.kill_child()
+        for tracer, run in list(self.attached):
+            try:
+                tracer.detach(run)
+            except (TracerError, OSError) as e:
+                say(f"run: cleanup of {run.cfg.name}: {e}")
+            self.attached.remove((tracer, run))
+        for t in self.set_up:
+            try:
+                t.teardown()
+            except (TracerError, OSError) as e:
+                say(f"run: teardown of {t.name}: {e}")
+        self.set_up = []
+        tracefs.MOUNTS.release()
+        if getattr(self, "scratch", None):
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+# -- the matrix ----------------------------------------------------------------
+def cap_iterations(args, ns_per_call):
+    """Fewer calls for a slow (traced) cell, so one run takes ~MAX_RUN_S."""
+    if not args.max_run_s or ns_per_call <= 0:
+        return args.iter
+    n = args.max_run_s * 1e9 / ns_per_call
+    if n >= args.iter:
+        return args.iter
+    # Round down to 1, 2 or 5 times a power of ten, at least WARMUP_ITER.
+    p = 10 ** (len(str(int(n))) - 1)
+    for m in (5, 2, 1):
+        if m * p <= n:
+            return max(min(args.iter, WARMUP_ITER), m * p)
+    return max(min(args.iter, WARMUP_ITER), p)
+
+
+def fmt_s(s):
+    s = int(s)
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.list:
+        print(configs.table())
+        return 0
+    wanted = sorted({c.tracer for c in args.configs} - {"none"})
+    install(missing_packages(wanted), args.no_install)
+    r = subprocess.run(["make", "-s", "-C", ROOT, "all"], stdout=sys.stderr)
+    if r.returncode != 0:
+        say("run: make failed; nothing was run")
+        return 1
+
+    # Which configurations can run here.  A forced SystemTap runtime that
+    # cannot run is an error, before anything is attached.
+    stap = tracers.get("stap")
+    if "stap" in wanted:
+        try:
+            why = stap.choose(args.stap_runtime)
+        except TracerError as e:
+            say(f"run: {e}")
+            return 2
+        if stap.runtime:
+            say(f"run: SystemTap runs on the {stap.runtime} runtime: {stap.why}")
+    skip = {}
+    for cfg in args.configs:
+        t = tracers.get(cfg.tracer)
+        build = os.path.join(ROOT, "build", f"benchmark-{cfg.build}")
+        why = t.available() or t.skip_reason(cfg)
+        if not why and not os.path.exists(build):
+            why = f"build/benchmark-{cfg.build} was not built (see make's message)"
+        if why:
+            skip[cfg.name] = why
+    for name, why in skip.items():
+        say(f"run: skipping {name}: {why}")
+
+    kit = Kit(args)
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def on_signal(signum, _frame):
+        raise Interrupted(signal.Signals(signum).name)
+    for s in old:
+        signal.signal(s, on_signal)
+    meta = None
+    try:
+        kit.make_dir()
+        say(f"run: results in {os.path.relpath(kit.dir, ROOT)}")
+        meta = environment(args, sorted({c.build for c in args.configs}))
+        meta["stap"] = {"runtime": stap.runtime, "why": stap.why,
+                        "flags": " ".join(stap.base_flags())} if "stap" in wanted else None
+        meta["started"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds")
+        meta["skipped"] = skip
+        write_json(os.path.join(kit.dir, "meta.json"), meta)
+        for cfg in args.configs:
+            if cfg.name in skip:
+                for n in args.threads:
+                    kit.row(config=cfg.name, build=cfg.build, tracer=cfg.tracer,
+                            probe=cfg.probe, action=cfg.action, threads=n, status="skipped",
+                            reason=skip[cfg.name])
+        runnable = [c for c in args.configs if c.name not in skip]
+        for name in sorted({c.tracer for c in runnable}):
+            t = tracers.get(name)
+            try:
+                t.setup(kit)
+                kit.set_up.append(t)
+            except TracerError as e:
+                say(f"run: {name} could not be set up: {e}")
+                for c in [c for c in runnable if c.tracer == name]:
+                    for n in args.threads:
+                        kit.row(config=c.name, build=c.build, tracer=c.tracer, threads=n,
+                                status="failed", reason=f"set-up failed: {e}")
+                runnable = [c for c in runnable if c.tracer != name]
+        matrix(kit, args, runnable)
+        meta["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds")
+    except Interrupted as e:
+        say(f"\nrun: interrupted by {e}; cleaning up (rows so far are kept)")
+        if meta is not None:
+            meta["interrupted"] = str(e)
+        return 130
+    finally:
+        for s in old:
+            signal.signal(s, signal.SIG_IGN)  # cleanup runs to its end
+        kit.cleanup()
+        if meta is not None:
+            write_json(os.path.join(kit.dir, "meta.json"), meta)
+        if kit.csv:
+            kit.csv_file.close()
+        for s, h in old.items():
+            signal.signal(s, h)
+    if not args.no_report and os.path.exists(os.path.join(HERE, "report.py")):
+        subprocess.run([sys.executable, os.path.join(HERE, "report.py"), kit.dir])
+    return 0
+
+
+def write_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def matrix(kit, args, runnable):
+    cells = [(c, n) for c in runnable for n in args.threads]
+    iters = {}
+    # Warm-up (rep 0), which also times each cell to size its runs.
+    if not args.quick:
+        kit.calib_iter = min(args.iter, WARMUP_ITER)
+        for i, (c, n) in enumerate(cells):
+            say(f"[warm-up {i + 1}/{len(cells)}] {c.name} threads={n}")
+            row = kit.run_one(c, n, kit.calib_iter, 0)
+            if row["status"] in ("ok", "overwritten", "unverified", "mismatch"):
+                per_call = max(int(x) for x in row["thread_wall_ns"].split(";")) / kit.calib_iter
+                iters[(c.name, n)] = cap_iterations(args, per_call) if c.tracer != "none" \
+                    else args.iter
+                kit.estimate[(c.name, n)] = row["_elapsed"]
+    total = len(cells) * args.runs
+    done, spent = 0, 0.0
+    for rep in range(1, args.runs + 1):
+        order = list(cells)
+        random.Random(rep).shuffle(order)  # interleaved: drift hits all cells alike
+        for c, n in order:
+            it = iters.get((c.name, n), args.iter)
+            t0 = time.monotonic()
+            row = kit.run_one(c, n, it, rep)
+            spent += time.monotonic() - t0
+            done += 1
+            eta = spent / done * (total - done)
+            tail = f"{row['status']}" + (f" ({row['reason']})" if row.get("reason") else "")
+            say(f"[{done}/{total}] {c.name} threads={n} iter={it} rep {rep}/{args.runs}: "
+                f"{tail}  ETA {fmt_s(eta)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""bpftrace.py: `bpftrace -c TARGET` with a uprobe on single_trace's entry
+or a usdt probe on its marker, counting only or storing a timestamp and
+the argument per event.  Counts use count(), a per-CPU map, so threads
+do not contend and no update is lost.  bpftrace writes to its own file
+(-o) so the target's JSON record stays alone on stdout.
+"""
+import re
+
+from .base import Tracer, TracerError
+
+HANDLERS = {
+    "count": "@events = count();",
+    "record": "@ts[tid] = nsecs; @arg[tid] = arg0; @events = count();",
+}
+
+
+class Bpftrace(Tracer):
+    name = "bpftrace"
+    packages = ("bpftrace",)
+    commands = ("bpftrace",)
+
+    def available(self):
+        return self.need_commands() or self.need_root()
+
+    @staticmethod
+    def program(run):
+        if run.cfg.probe == "function":
+            probe = f"uprobe:{run.build}:single_trace"
+        else:
+            probe = f"usdt:{run.build}:benchmark:single_trace"
+        return f"{probe} {{ {HANDLERS[run.cfg.action]} }}"
+
+    def wrap(self, run, cmd):
+        if any(" " in c for c in cmd):
+            raise TracerError("bpftrace -c splits its command at spaces; move the kit to a "
+                              "path without spaces")
+        run.state["bpftrace_out"] = run.scratch + "/bpftrace.out"
+        return ["bpftrace", "-o", run.state["bpftrace_out"], "-e", self.program(run),
+                "-c", " ".join(cmd)]
+
+    def events(self, run):
+        with open(run.state["bpftrace_out"]) as f:
+            out = f.read()
+        with open(run.log, "a") as f:
+            f.write(out[-4000:])
+        m = re.search(r"^@events: (\d+)$", out, re.M)
+        if not m:
+            raise TracerError("bpftrace printed no @events count")
+        lost = sum(int(x) for x in re.findall(r"Lost (\d+) events", out))
+        return int(m.group(1)), lost, ""
+
+
+BACKEND = Bpftrace()

@@ -1,0 +1,91 @@
+"""ftrace.py: the kernel's own uprobe events, through tracefs alone.
+
+The probe is `p:GROUP/single_trace PATH:OFFSET[(SEMAPHORE)] v=REG:u32`
+in uprobe_events, enabled in a tracing instance of the kit's own whose
+ring buffer is in overwrite mode: the kernel's flight recorder.  For the
+guarded marker the kernel raises the semaphore through the reference
+counter offset; the `noref` probe leaves it off on purpose, and must see
+0 events.  Hits come exactly from uprobe_profile.
+"""
+import os
+import re
+
+from . import tracefs
+from .base import Tracer, TracerError
+from elfinfo import Elf
+
+
+class Ftrace(Tracer):
+    name = "ftrace"
+    packages = ()
+
+    def available(self):
+        why = self.need_root()
+        if why:
+            return why
+        if not tracefs.find() and not tracefs.MOUNTS.ensure():
+            return "no tracefs with uprobe_events (kernel without CONFIG_UPROBE_EVENTS?)"
+        return None
+
+    def setup(self, kit):
+        tracefs.MOUNTS.ensure()
+
+    @staticmethod
+    def site(run):
+        """(file offset, semaphore file offset or None, fetch arg) of the
+        probe that run.cfg.probe names."""
+        elf = Elf(run.build)
+        if run.cfg.probe == "function":
+            return elf.file_offset(elf.symbol("single_trace")), None, tracefs.first_arg_fetch()
+        notes = [n for n in elf.sdt_notes() if n.name == "single_trace"]
+        if not notes:
+            raise TracerError(f"{run.build}: no SDT marker single_trace")
+        n = notes[0]
+        sem = None
+        if run.cfg.probe == "marker-semaphore":
+            if not n.semaphore:
+                raise TracerError(f"{run.build}: the marker has no semaphore")
+            sem = elf.file_offset(n.semaphore)
+        return elf.file_offset(n.pc), sem, tracefs.first_arg_fetch(n.args)
+
+    def attach(self, run):
+        off, sem, fetch = self.site(run)
+        group = run.tag
+        try:
+            spec = tracefs.add_uprobe(group, "single_trace", run.build, off, sem, fetch)
+            run.state["ftrace_event"] = True
+            inst = os.path.join(tracefs.find(), "instances", group)
+            os.mkdir(inst)
+            run.state["ftrace_instance"] = inst
+            tracefs.write(os.path.join(inst, "options", "overwrite"), "1")
+            tracefs.write(os.path.join(inst, "events", group, "single_trace", "enable"), "1")
+        except OSError as e:
+            raise TracerError(f"ftrace: {e.strerror or e}")
+        with open(run.log, "a") as f:
+            f.write(f"uprobe_events: {spec}\ninstance: {inst} (overwrite)\n")
+
+    def events(self, run):
+        n = tracefs.hits(run.tag, "single_trace")
+        if n is None:
+            raise TracerError("ftrace: the event is missing from uprobe_profile")
+        dropped = overrun = 0
+        percpu = os.path.join(run.state["ftrace_instance"], "per_cpu")
+        for cpu in os.listdir(percpu):
+            with open(os.path.join(percpu, cpu, "stats")) as f:
+                stats = f.read()
+            dropped += int(re.search(r"dropped events: (\d+)", stats).group(1))
+            overrun += int(re.search(r"^overrun: (\d+)", stats, re.M).group(1))
+        return n, dropped, f"ring buffer overwrote {overrun} older events (flight recorder)"
+
+    def detach(self, run):
+        inst = run.state.pop("ftrace_instance", None)
+        if inst and os.path.isdir(inst):
+            en = os.path.join(inst, "events", run.tag, "single_trace", "enable")
+            if os.path.exists(en):
+                tracefs.write(en, "0")
+            os.rmdir(inst)
+        if run.state.pop("ftrace_event", None):
+            tracefs.remove_uprobe(run.tag, "single_trace")
+
+
+BACKEND = Ftrace()

@@ -1,0 +1,88 @@
+"""perf.py: `perf probe` on the SDT marker, then `perf stat -e` (counted in
+the kernel) or `perf record -e` (each event written to perf.data).
+
+perf 6.x cannot rename an SDT event, so the probe is perf's own
+`sdt_benchmark:single_trace[_N]`; the back-end reads the name perf chose
+from its "Added new event" line and deletes exactly that one.  perf's
+build-id cache, which `perf probe` needs for SDT markers, is kept in
+build/perf-buildid rather than the user's ~/.debug.
+"""
+import os
+import re
+
+from . import tracefs
+from .base import Tracer, TracerError
+
+BUILDID_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "build",
+                                           "perf-buildid"))
+
+
+class Perf(Tracer):
+    name = "perf"
+    packages = ("linux-perf",)
+    commands = ("perf",)
+
+    def available(self):
+        why = self.need_commands() or self.need_root()
+        if why:
+            return why
+        if not tracefs.find() and not tracefs.MOUNTS.ensure():
+            return "no tracefs with uprobe_events for perf probe"
+        r = self.sh(["perf", "--version"], check=False)
+        if not r.startswith("perf version"):
+            return "perf does not run here: " + (r.strip().splitlines() or ["?"])[-1]
+        return None
+
+    def setup(self, kit):
+        tracefs.MOUNTS.ensure()
+
+    def perf(self, *args):
+        return ["perf", "--buildid-dir", BUILDID_DIR, *args]
+
+    def attach(self, run):
+        os.makedirs(BUILDID_DIR, exist_ok=True)
+        self.sh(self.perf("buildid-cache", "--add", run.build), log=run.log)
+        out = self.sh(self.perf("probe", "-x", run.build, "-a", "sdt_benchmark:single_trace"),
+                      log=run.log)
+        m = re.search(r"^\s+(sdt_benchmark:single_trace\w*) \(on ", out, re.M)
+        if not m:
+            raise TracerError("perf probe added no event (see its log)")
+        run.state["perf_event"] = m.group(1)
+        run.state["perf_data"] = os.path.join(run.scratch, "perf.data")
+
+    def wrap(self, run, cmd):
+        ev = run.state["perf_event"]
+        if run.cfg.mode == "stat":
+            return ["perf", "stat", "-x,", "-e", ev, "-o", run.state["perf_data"] + ".stat",
+                    "--", *cmd]
+        return ["perf", "record", "-q", "-e", ev, "-o", run.state["perf_data"], "--", *cmd]
+
+    def events(self, run):
+        data = run.state["perf_data"]
+        if run.cfg.mode == "stat":
+            with open(data + ".stat") as f:
+                text = f.read()
+            with open(run.log, "a") as f:
+                f.write(text)
+            m = re.search(r"^(\d+),[^,]*," + re.escape(run.state["perf_event"]) + ",", text, re.M)
+            if not m:
+                raise TracerError("perf stat printed no count for the event")
+            return int(m.group(1)), 0, "counted in the kernel (perf stat)"
+        out = self.sh(["perf", "report", "-i", data, "--stats"], log=run.log)
+        m = re.search(r"SAMPLE events:\s+(\d+)", out)
+        lost = re.search(r"LOST events:\s+(\d+)", out)
+        size = os.path.getsize(data)
+        os.unlink(data)  # tens of MB to GB; the count is what we keep
+        if not m:
+            raise TracerError("perf report --stats shows no SAMPLE events")
+        return int(m.group(1)), int(lost.group(1)) if lost else 0, f"perf.data was {size} bytes"
+
+    def detach(self, run):
+        ev = run.state.pop("perf_event", None)
+        if ev:
+            self.sh(self.perf("probe", "-d", ev), log=run.log, check=False)
+            if tracefs.uprobe_defined(*ev.split(":")):
+                raise TracerError(f"perf probe -d {ev} left the event defined")
+
+
+BACKEND = Perf()

@@ -1,0 +1,243 @@
+"""stap.py: SystemTap, with the scripts in stp/, on either runtime.
+
+module (ordinary distro kernels with modules and headers): the way the
+2011 post ran it.  `stap -F -m TAG` loads the module in flight-recorder
+mode and returns; the back-end waits until /sys/module/TAG is live, the
+target runs, the count is read from /proc/systemtap/TAG/events (the
+scripts' procfs probe), and `staprun -d TAG` unloads the module.
+Overload protection is off (-DSTP_NO_OVERLOAD, --suppress-time-limits) so
+a tight loop is not cut short.
+
+bpf (`--runtime=bpf`), where modules cannot load: stap needs a kernel
+"build tree", which the back-end makes as a stub in build/stap-kernel/
+(.config, the release, empty Module.symvers and Makefile; nothing under
+/lib/modules), debugfs mounted, and, where root cannot raise
+RLIMIT_MEMLOCK and the kernel (>= 5.11) does not charge BPF maps to it,
+build/memlock-shim.so preloaded into stapbpf.  `stap -c TARGET -o FILE`
+runs the target; the count is the end probe's line in FILE.  stap 4.8's
+BPF runtime cannot read $v or $arg1, so there the scripts print a
+constant in the argument's place (see each script); rows say so.
+
+The runtime is chosen once: module where it works, else bpf;
+STAP_RUNTIME=module|bpf forces one (an error if it cannot run here).
+"""
+import gzip
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+from . import tracefs
+from .base import Tracer, TracerError
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+STUB = os.path.join(ROOT, "build", "stap-kernel")
+SHIM = os.path.join(ROOT, "build", "memlock-shim.so")
+MODULE_FLAGS = ["-DSTP_NO_OVERLOAD", "--suppress-time-limits"]
+BPF_NOTE = "bpf runtime: argument not read (stap 4.8 BPF cannot read $v/$arg1); a constant printed instead"
+
+
+def kernel_version():
+    m = re.match(r"(\d+)\.(\d+)", platform.release())
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def kernel_config():
+    """The running kernel's .config text, or None."""
+    if os.path.exists("/proc/config.gz"):
+        with gzip.open("/proc/config.gz", "rt") as f:
+            return f.read()
+    boot = f"/boot/config-{platform.release()}"
+    if os.path.exists(boot):
+        with open(boot) as f:
+            return f.read()
+    return None
+
+
+def can_raise_memlock():
+    r = subprocess.run([sys.executable, "-c", "import resource as r; "
+                        "r.setrlimit(r.RLIMIT_MEMLOCK, (r.RLIM_INFINITY, r.RLIM_INFINITY))"],
+                       stderr=subprocess.DEVNULL)
+    return r.returncode == 0
+
+
+class Stap(Tracer):
+    name = "stap"
+    packages = ("systemtap",)
+    commands = ("stap",)
+
+    def __init__(self):
+        self.runtime = None  # "module" or "bpf", once chosen
+        self.why = ""  # why that runtime
+        self.preload = False
+
+    # -- choosing the runtime -------------------------------------------------
+    @staticmethod
+    def module_reason():
+        if not os.path.exists("/proc/modules"):
+            return "this kernel cannot load modules (CONFIG_MODULES is off)"
+        build = f"/lib/modules/{platform.release()}/build"
+        if not os.path.exists(os.path.join(build, "Makefile")):
+            return (f"no kernel build tree at {build} "
+                    f"(Debian package linux-headers-{platform.release()})")
+        if not shutil.which("staprun"):
+            return "staprun not found (Debian package systemtap)"
+        return None
+
+    @staticmethod
+    def bpf_reason():
+        if not shutil.which("stapbpf"):
+            return "stapbpf not found (Debian package systemtap)"
+        cfg = kernel_config()
+        if cfg is None:
+            return "no kernel .config (/proc/config.gz or /boot/config-*) to describe the kernel"
+        if "CONFIG_BPF_SYSCALL=y" not in cfg or "CONFIG_UPROBES=y" not in cfg:
+            return "the kernel lacks CONFIG_BPF_SYSCALL or CONFIG_UPROBES"
+        if not can_raise_memlock() and kernel_version() < (5, 11):
+            return ("stapbpf must raise RLIMIT_MEMLOCK, root may not here, and this kernel "
+                    "(< 5.11) charges BPF maps to it")
+        return None
+
+    def choose(self, forced=None):
+        """Pick the runtime; returns None, or a reason when nothing can run
+        (raises TracerError when a forced runtime cannot run here)."""
+        why = self.need_commands() or self.need_root()
+        mod, bpf = self.module_reason(), self.bpf_reason()
+        if forced == "module" and (why or mod):
+            raise TracerError(f"STAP_RUNTIME=module cannot run here: {why or mod}")
+        if forced == "bpf" and (why or bpf):
+            raise TracerError(f"STAP_RUNTIME=bpf cannot run here: {why or bpf}")
+        if why:
+            return why
+        if forced:
+            self.runtime, self.why = forced, f"forced by STAP_RUNTIME={forced}"
+        elif not mod:
+            self.runtime, self.why = "module", "loadable modules and a kernel build tree are here"
+        elif not bpf:
+            self.runtime, self.why = "bpf", f"module runtime unavailable: {mod}"
+        else:
+            return f"neither runtime can run: module: {mod}; bpf: {bpf}"
+        return None
+
+    def available(self):
+        if self.runtime:
+            return None
+        return self.choose()
+
+    # -- set-up ----------------------------------------------------------------
+    def setup(self, kit):
+        if self.runtime != "bpf":
+            return
+        if not tracefs.MOUNTS.ensure("debugfs", "/sys/kernel/debug"):
+            raise TracerError("could not mount debugfs at /sys/kernel/debug")
+        self.make_stub()
+        self.preload = not can_raise_memlock()
+        if self.preload and not os.path.exists(SHIM):
+            raise TracerError(f"{SHIM} is missing (run make)")
+
+    @staticmethod
+    def make_stub():
+        rel = platform.release()
+        os.makedirs(os.path.join(STUB, "include", "generated"), exist_ok=True)
+        os.makedirs(os.path.join(STUB, "include", "config"), exist_ok=True)
+        files = {
+            ".config": kernel_config(),
+            "include/generated/utsrelease.h": f'#define UTS_RELEASE "{rel}"\n',
+            "include/config/kernel.release": rel + "\n",
+            "Module.symvers": "",
+            "Makefile": "",
+        }
+        for name, text in files.items():
+            with open(os.path.join(STUB, name), "w") as f:
+                f.write(text)
+
+    def skip_reason(self, cfg):
+        if cfg.mode == "alibi" and self.runtime != "module":
+            return "-DSTP_ALIBI is an option of the module runtime, which cannot run here"
+        return None
+
+    def base_flags(self):
+        if self.runtime == "module":
+            return list(MODULE_FLAGS)
+        return ["--runtime=bpf", "-r", STUB]
+
+    def flags(self, run):
+        return self.base_flags() + (["-DSTP_ALIBI"] if run.cfg.mode == "alibi" else [])
+
+    def env(self):
+        env = dict(os.environ)
+        if self.runtime == "bpf" and self.preload:
+            env["LD_PRELOAD"] = SHIM
+        return env
+
+    @staticmethod
+    def module_name(run):
+        return run.tag.replace("-", "_")
+
+    # -- the verbs ---------------------------------------------------------------
+    def attach(self, run):
+        run.state["stap_runtime"] = self.runtime
+        run.state["stap_flags"] = " ".join(self.flags(run))
+        if self.runtime != "module":
+            return
+        mod = self.module_name(run)
+        run.state["stap_module"] = mod
+        self.sh(["stap", "-F", "-m", mod, *self.flags(run), run.cfg.script], log=run.log,
+                timeout=600, env=self.env())
+        for _ in range(300):
+            try:
+                with open(f"/sys/module/{mod}/initstate") as f:
+                    if f.read().strip() == "live":
+                        return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise TracerError(f"stap module {mod} did not become live in 30 s")
+
+    def wrap(self, run, cmd):
+        if self.runtime == "module":
+            return cmd
+        out = run.state["stap_out"] = os.path.join(run.scratch, "stap.out")
+        run.env = self.env()
+        return ["stap", *self.flags(run), "-m", self.module_name(run), "-o", out,
+                run.cfg.script, "-c", " ".join(cmd)]
+
+    def events(self, run):
+        if self.runtime == "module":
+            mod = run.state["stap_module"]
+            if run.cfg.mode == "alibi":
+                return None, None, "-DSTP_ALIBI skips every handler, the count too: unverifiable"
+            with open(f"/proc/systemtap/{mod}/events") as f:
+                text = f.read()
+            note = f"module runtime, flags {run.state['stap_flags']}"
+        else:
+            with open(run.state["stap_out"]) as f:
+                f.seek(max(0, os.path.getsize(run.state["stap_out"]) - 4096))
+                text = f.read()
+            os.unlink(run.state["stap_out"])  # one line per event; the count is kept
+            note = BPF_NOTE if run.cfg.action == "record" else "bpf runtime"
+        with open(run.log) as f:
+            log = f.read()
+        skipped = sum(int(x) for x in re.findall(r"skipped probes: (\d+)", log))
+        if skipped:
+            raise TracerError(f"stap skipped {skipped} probes")
+        if re.search(r"^ERROR:", log, re.M):
+            raise TracerError("stap reported an error: " +
+                              re.search(r"^ERROR:.*$", log, re.M).group(0))
+        m = re.search(r"events: (\d+)", text)
+        if not m:
+            raise TracerError("stap printed no event count")
+        return int(m.group(1)), skipped, note
+
+    def detach(self, run):
+        mod = run.state.pop("stap_module", None)
+        if mod and os.path.exists(f"/sys/module/{mod}"):
+            self.sh(["staprun", "-d", mod], log=run.log, check=False)
+            if os.path.exists(f"/sys/module/{mod}"):
+                raise TracerError(f"staprun -d {mod} left the module loaded")
+
+
+BACKEND = Stap()

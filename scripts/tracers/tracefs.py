@@ -1,0 +1,110 @@
+"""tracefs.py: the kernel's tracing file system, shared by the ftrace and
+perf back-ends: finding or mounting it, adding and removing uprobe events,
+and reading their exact hit counts from uprobe_profile."""
+import os
+import platform
+import re
+import subprocess
+
+CANDIDATES = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
+
+# The register that holds a function's first argument at entry, as
+# uprobe_events spells it.
+FIRST_ARG = {"x86_64": "%di", "aarch64": "%x0"}
+
+
+def find():
+    for d in CANDIDATES:
+        if os.path.exists(os.path.join(d, "uprobe_events")):
+            return d
+    return None
+
+
+class Mount:
+    """Mounts tracefs (or debugfs) when it is not mounted, and unmounts it
+    again at the end only if this kit mounted it."""
+
+    def __init__(self):
+        self.mounted = []
+
+    def ensure(self, fstype="tracefs", where="/sys/kernel/tracing"):
+        if fstype == "tracefs" and find():
+            return find()
+        if fstype == "debugfs" and os.path.ismount(where):
+            return where
+        if os.geteuid() != 0:
+            return None
+        r = subprocess.run(["mount", "-t", fstype, "nodev", where],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            return None
+        self.mounted.append(where)
+        return find() if fstype == "tracefs" else where
+
+    def release(self):
+        while self.mounted:
+            subprocess.run(["umount", self.mounted.pop()], stderr=subprocess.DEVNULL)
+
+
+MOUNTS = Mount()
+
+
+def write(path, text):
+    # One write(2) with O_APPEND and no seek: tracefs control files refuse
+    # the lseek that Python's buffered append mode does.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, (text + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def add_uprobe(group, event, binary, offset, semaphore=None, fetch=""):
+    t = find()
+    ref = f"(0x{semaphore:x})" if semaphore else ""
+    spec = f"p:{group}/{event} {binary}:0x{offset:x}{ref}"
+    if fetch:
+        spec += " " + fetch
+    try:
+        write(os.path.join(t, "uprobe_events"), spec)
+    except OSError as e:
+        raise OSError(e.errno, f"uprobe_events refused '{spec}': {e.strerror}")
+    return spec
+
+
+def uprobe_defined(group, event):
+    t = find()
+    if not t:
+        return False
+    with open(os.path.join(t, "uprobe_events")) as f:
+        return any(re.match(rf"^[pr]:{re.escape(group)}/{re.escape(event)}\s", ln) for ln in f)
+
+
+def remove_uprobe(group, event):
+    if uprobe_defined(group, event):
+        write(os.path.join(find(), "uprobe_events"), f"-:{group}/{event}")
+
+
+def hits(group, event):
+    """Exact hit count of one uprobe event (uprobe_profile's last column)."""
+    with open(os.path.join(find(), "uprobe_profile")) as f:
+        for ln in f:
+            parts = ln.split()
+            if len(parts) >= 3 and parts[-2] in (event, f"{group}/{event}"):
+                return int(parts[-1])
+    return None
+
+
+def first_arg_fetch(sdt_args=None):
+    """A fetch argument `v=REG:u32` for the marker's argument (from its
+    stapsdt note, e.g. `4@%edi`) or for a function's first argument."""
+    if sdt_args:
+        m = re.match(r"-?\d+@%?([a-z0-9]+)$", sdt_args.strip())
+        if not m:
+            return ""
+        reg = m.group(1)
+        if platform.machine() == "x86_64":
+            reg = re.sub(r"^[er]?([a-z]{2})$", r"\1", reg)
+        return f"v=%{reg}:u32"
+    reg = FIRST_ARG.get(platform.machine())
+    return f"v={reg}:u32" if reg else ""

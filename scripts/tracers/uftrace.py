@@ -1,0 +1,33 @@
+"""uftrace.py: `uftrace record` of the -pg build (every function's entry
+and exit, through mcount); single_trace's calls are counted from
+`uftrace report`."""
+import re
+import shutil
+
+from .base import Tracer, TracerError
+
+
+class Uftrace(Tracer):
+    name = "uftrace"
+    packages = ("uftrace",)
+    commands = ("uftrace",)
+
+    def wrap(self, run, cmd):
+        d = run.state["uftrace_dir"] = run.scratch + "/uftrace.data"
+        return ["uftrace", "record", "--no-pager", "-d", d, *cmd]
+
+    def events(self, run):
+        d = run.state["uftrace_dir"]
+        out = self.sh(["uftrace", "report", "--no-pager", "-d", d], log=run.log, timeout=600)
+        m = re.search(r"^\s*\S+ \S+\s+\S+ \S+\s+(\d+)\s+single_trace$", out, re.M)
+        if not m:
+            raise TracerError("uftrace report has no single_trace row")
+        return int(m.group(1)), None, "uftrace reports no drop counter"
+
+    def detach(self, run):
+        d = run.state.pop("uftrace_dir", None)
+        if d:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+BACKEND = Uftrace()
