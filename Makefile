@@ -116,12 +116,18 @@ build/benchmark-ust: src/benchmark.c src/trace/ust.h src/ust_tp.h build/ust_prov
 # The runner takes each Make variable as the flag of the same meaning; they
 # reach it through the environment (Make exports command-line variables),
 # so no value is ever spliced into a shell command line.
+RUN_VARS := THREADS ITER RUNS CONFIGS QUICK NO_INSTALL STAP_RUNTIME MAX_RUN_S
 RUN_FLAGS = $${THREADS:+--threads "$$THREADS"} $${ITER:+--iter "$$ITER"} \
 	$${RUNS:+--runs "$$RUNS"} $${CONFIGS:+--configs "$$CONFIGS"} \
 	$${QUICK:+--quick "$$QUICK"} $${NO_INSTALL:+--no-install "$$NO_INSTALL"} \
-	$${STAP_RUNTIME:+--stap-runtime "$$STAP_RUNTIME"}
+	$${STAP_RUNTIME:+--stap-runtime "$$STAP_RUNTIME"} $${MAX_RUN_S:+--max-run-s "$$MAX_RUN_S"}
+# Make expands a value such as THREADS='$$(x)' to nothing before the runner
+# sees it: refuse a variable that was given but expands to nothing.
+check_given = $(if $(filter command line,$(origin $(1))),$(if $(strip $($(1))),,\
+	$(error $(1) '$(value $(1))' is not allowed: it expands to nothing in make)))
 
 run:
+	$(foreach v,$(RUN_VARS),$(call check_given,$(v)))
 	$(Q)$(PYTHON) scripts/run.py $(RUN_FLAGS)
 
 report:

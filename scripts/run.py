@@ -274,7 +274,8 @@ class Run:
         self.log = os.path.join(kit.dir, "logs", name + ".log")
         self.scratch = tempfile.mkdtemp(prefix=self.tag + "-", dir=kit.scratch)
         self.state = {}
-        self.env = None
+        # A -pg build writes gmon.out when it exits: into scratch, not the tree.
+        self.env = dict(os.environ, GMON_OUT_PREFIX=os.path.join(self.scratch, "gmon.out"))
 
     def target(self):
         return [self.build, "--threads", str(self.threads), "--iterations",
@@ -342,7 +343,7 @@ class Kit:
                 self.attached.append((tracer, run))
                 tracer.attach(run)
                 cmd = tracer.wrap(run, run.target())
-                rec, rusage, why = self.execute(run, cmd)
+                rec, rusage, why = self.execute(tracer, run, cmd)
                 if why:
                     raise TracerError(why)
                 seen, dropped, note = tracer.events(run)
@@ -401,7 +402,7 @@ class Kit:
                 "process_user_ns": rec["process_user_ns"],
                 "process_sys_ns": rec["process_sys_ns"]}
 
-    def execute(self, run, cmd):
+    def execute(self, tracer, run, cmd):
         """Starts CMD in its own process group and waits, up to the time
         limit.  Returns (the target's record, the rusage of CMD and its
         children, why it failed or None)."""
@@ -414,10 +415,13 @@ class Kit:
                                           cwd=ROOT, start_new_session=True, env=run.env)
         deadline = time.monotonic() + limit
         status = rusage = None
+        watching = True
         while status is None:
             pid, st, ru = os.wait4(self.child.pid, os.WNOHANG)
             if pid:
                 status, rusage = st, ru
+            elif watching:
+                watching = not tracer.watch(run, self.child.pid)
             elif time.monotonic() > deadline:
                 self.kill_child()
                 return None, None, f"{os.path.basename(cmd[0])} hung: killed after {limit:.0f} s"
@@ -435,7 +439,7 @@ class Kit:
         if rc < 0:
             return None, None, f"{name} was killed by signal {-rc} ({signal.Signals(-rc).name})"
         if rc != 0:
-            return None, None, f"{name} exited with status {rc}"
+            return None, None, f"{name} exited with status {rc}" + explain(run.log)
         recs = [ln for ln in text.splitlines() if ln.startswith('{"build"')]
         if len(recs) != 1:
             return None, None, f"the target printed {len(recs)} records, not 1"
@@ -597,6 +601,14 @@ def main(argv=None):
     if not args.no_report and os.path.exists(os.path.join(HERE, "report.py")):
         subprocess.run([sys.executable, os.path.join(HERE, "report.py"), kit.dir])
     return 0
+
+
+def explain(log):
+    """The lines of a failed run's log that say what went wrong."""
+    with open(log, errors="replace") as f:
+        lines = [ln.strip() for ln in f if ln.strip() and not ln.startswith(("{", "$", "Tip:"))]
+    why = [ln for ln in lines if re.search(r"error|abort|signal|lost|fail", ln, re.I)]
+    return (": " + " / ".join(why[-3:])) if why else ""
 
 
 def write_json(path, obj):

@@ -29,6 +29,11 @@ class Tracer:
     def wrap(self, run, cmd):
         return cmd
 
+    def watch(self, run, pgid):
+        """Called while the run's process group runs, until it returns
+        True: a back-end that must learn its tracer's pid does it here."""
+        return True
+
     def events(self, run):
         raise NotImplementedError
 

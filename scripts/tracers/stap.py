@@ -167,8 +167,8 @@ class Stap(Tracer):
     def flags(self, run):
         return self.base_flags() + (["-DSTP_ALIBI"] if run.cfg.mode == "alibi" else [])
 
-    def env(self):
-        env = dict(os.environ)
+    def env(self, base=None):
+        env = dict(base or os.environ)
         if self.runtime == "bpf" and self.preload:
             env["LD_PRELOAD"] = SHIM
         return env
@@ -201,9 +201,27 @@ class Stap(Tracer):
         if self.runtime == "module":
             return cmd
         out = run.state["stap_out"] = os.path.join(run.scratch, "stap.out")
-        run.env = self.env()
-        return ["stap", *self.flags(run), "-m", self.module_name(run), "-o", out,
-                run.cfg.script, "-c", " ".join(cmd)]
+        run.env = self.env(run.env)
+        # No -m here: with a module name, the bpf runtime leaves NAME.bo in
+        # the working directory.
+        return ["stap", *self.flags(run), "-o", out, run.cfg.script, "-c", " ".join(cmd)]
+
+    def watch(self, run, pgid):
+        """Learns stapbpf's pid: it names its uprobes after it, and leaves
+        them behind when it crashes, so detach must know which are ours."""
+        if self.runtime != "bpf":
+            return True
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:]
+            if comm == "stapbpf" and int(rest.split()[2]) == pgid:
+                run.state["stapbpf_pid"] = int(pid)
+                return True
+        return False
 
     def events(self, run):
         if self.runtime == "module":
@@ -222,6 +240,8 @@ class Stap(Tracer):
         with open(run.log) as f:
             log = f.read()
         skipped = sum(int(x) for x in re.findall(r"skipped probes: (\d+)", log))
+        # bpf: printf output that did not reach stapbpf (the count is exact).
+        lost = sum(int(x) for x in re.findall(r"lost (\d+) perf_events", log))
         if skipped:
             raise TracerError(f"stap skipped {skipped} probes")
         if re.search(r"^ERROR:", log, re.M):
@@ -230,9 +250,21 @@ class Stap(Tracer):
         m = re.search(r"events: (\d+)", text)
         if not m:
             raise TracerError("stap printed no event count")
-        return int(m.group(1)), skipped, note
+        if lost:
+            note += f"; {lost} printf records lost on the way to stapbpf"
+        return int(m.group(1)), skipped + lost, note
 
     def detach(self, run):
+        pid = run.state.pop("stapbpf_pid", None)
+        t = tracefs.find()
+        if pid and t and not os.path.exists(f"/proc/{pid}"):
+            with open(os.path.join(t, "uprobe_events")) as f:
+                left = re.findall(rf"^p:(uprobes)/(stapprobe_{pid}_\d+) ", f.read(), re.M)
+            for group, event in left:
+                tracefs.remove_uprobe(group, event)
+            if left:
+                with open(run.log, "a") as f:
+                    f.write(f"removed {len(left)} uprobes that stapbpf {pid} left behind\n")
         mod = run.state.pop("stap_module", None)
         if mod and os.path.exists(f"/sys/module/{mod}"):
             self.sh(["staprun", "-d", mod], log=run.log, check=False)

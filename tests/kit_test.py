@@ -1,0 +1,80 @@
+"""kit_test.py: what the tests share: paths, running the kit's programs,
+and a snapshot of the machine's tracing state to compare before/after."""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "build")
+SCRIPTS = os.path.join(ROOT, "scripts")
+EXPECTED = os.path.join(ROOT, "tests", "expected")
+sys.path.insert(0, SCRIPTS)
+
+
+def build(name):
+    return os.path.join(BUILD, f"benchmark-{name}")
+
+
+def need_build(tc, name):
+    if not os.path.exists(build(name)):
+        tc.skipTest(f"build/benchmark-{name} not built (its dependency is missing)")
+
+
+def need_root(tc):
+    if os.geteuid() != 0:
+        tc.skipTest("needs root (uprobes, tracefs)")
+
+
+def need(tc, *commands):
+    for c in commands:
+        if not shutil.which(c):
+            tc.skipTest(f"{c} not installed")
+
+
+def run(cmd, **kw):
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.PIPE)
+    kw.setdefault("text", True)
+    kw.setdefault("cwd", ROOT)
+    kw.setdefault("timeout", 600)
+    return subprocess.run(cmd, **kw)
+
+
+def tracing_state():
+    """Everything a tracer run could leave behind, as comparable text."""
+    s = {}
+    for t in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        if os.path.exists(os.path.join(t, "uprobe_events")):
+            with open(os.path.join(t, "uprobe_events")) as f:
+                s["uprobe_events"] = f.read()
+            s["instances"] = sorted(os.listdir(os.path.join(t, "instances")))
+            break
+    if shutil.which("perf"):
+        s["perf probes"] = run(["perf", "probe", "-l"]).stdout
+    if shutil.which("lttng"):
+        r = run(["lttng", "list"])
+        s["lttng sessions"] = r.stdout if r.returncode == 0 else "(no session daemon)"
+    ps = run(["ps", "-eo", "comm="]).stdout.split()
+    s["processes"] = sorted(p for p in ps if p in (
+        "stapbpf", "staprun", "stapio", "stap", "bpftrace", "perf", "uftrace",
+        "lttng-sessiond", "lttng-consumerd", "benchmark-plain", "benchmark-sdt",
+        "benchmark-ust"))
+    s["modules"] = sorted(os.path.basename(p) for p in glob.glob("/sys/module/kit*"))
+    with open("/proc/mounts") as f:
+        s["mounts"] = sorted(ln.split()[1] for ln in f if ln.split()[2] in ("tracefs", "debugfs"))
+    return s
+
+
+class StateTest(unittest.TestCase):
+    """A test case that checks the tracing state is the same after each
+    test as before it."""
+
+    def setUp(self):
+        self._state = tracing_state()
+
+    def tearDown(self):
+        self.assertEqual(self._state, tracing_state(),
+                         "the tracing state changed: something was left behind")

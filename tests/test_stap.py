@@ -1,0 +1,94 @@
+"""SystemTap (stp/, scripts/tracers/stap.py): the scripts elaborate, the
+configurations run and count exactly on the runtime this machine has,
+the runtime choice is said and forcing an impossible one is refused."""
+import glob
+import os
+import platform
+import tempfile
+import unittest
+
+from kit_test import ROOT, StateTest, need, need_build, need_root, run
+from test_runner import kit, rows_of
+import configs
+import tracers
+from tracers.stap import STUB
+
+STAP = tracers.get("stap")
+
+
+class Scripts(unittest.TestCase):
+    def test_p2(self):
+        """Every stp/*.stp passes `stap -p2` against the built target, on
+        each runtime this machine can describe."""
+        need(self, "stap")
+        need_build(self, "sdt")
+        scripts = sorted(glob.glob(os.path.join(ROOT, "stp", "*.stp")))
+        self.assertEqual(len(scripts), 5)
+        tree = f"/lib/modules/{platform.release()}/build"
+        STAP.make_stub()
+        # bpf: the kit's stub tree; module: the real tree where there is
+        # one (pass 2 needs only the kernel's release and .config).
+        runtimes = {"bpf": ["--runtime=bpf", "-r", STUB],
+                    "module": ["-r", tree if os.path.exists(tree) else STUB]}
+        for s in scripts:
+            for name, flags in runtimes.items():
+                with self.subTest(script=os.path.basename(s), runtime=name):
+                    r = run(["stap", "-p2", *flags, os.path.relpath(s, ROOT)])
+                    self.assertEqual(r.returncode, 0, r.stderr[-1500:])
+                    self.assertIn("/build/benchmark-sdt", r.stdout)
+
+
+class Runs(StateTest):
+    def test_every_configuration_counts_exactly(self):
+        need_root(self)
+        why = STAP.available()
+        if why:
+            self.skipTest(f"stap: {why}")
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--quick", "1", "--threads", "1..2", "--iter", "100000",
+                     "--configs", "stap-*"], res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            self.assertIn(f"SystemTap runs on the {STAP.runtime} runtime", r.stderr)
+            rows, _ = rows_of(res)
+        names = [c.name for c in configs.CONFIGS if c.tracer == "stap"]
+        self.assertEqual(sorted({x["config"] for x in rows}), sorted(names))
+        for row in rows:
+            with self.subTest(config=row["config"], threads=row["threads"]):
+                if row["config"] == "stap-mark-alibi" and STAP.runtime == "bpf":
+                    self.assertEqual(row["status"], "skipped")
+                    self.assertIn("module runtime", row["reason"])
+                    continue
+                self.assertEqual(row["status"], "ok", row["reason"])
+                self.assertEqual(row["runtime"], STAP.runtime)
+                self.assertEqual(int(row["events_seen"]), int(row["threads"]) * 100000)
+
+
+class Runtime(StateTest):
+    def test_choice_is_said(self):
+        need_root(self)
+        need(self, "stap")
+        mod = STAP.module_reason()
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--quick", "1", "--threads", "1", "--iter", "1000",
+                     "--configs", "stap-mark-empty"], res)
+        line = [ln for ln in r.stderr.splitlines() if "SystemTap runs on" in ln]
+        self.assertEqual(len(line), 1, r.stderr)
+        if mod:
+            self.assertIn(f"bpf runtime: module runtime unavailable: {mod}", line[0])
+        else:
+            self.assertIn("module runtime", line[0])
+
+    def test_forced_module_refused_here(self):
+        need(self, "stap")
+        mod = STAP.module_reason()
+        if not mod:
+            self.skipTest("the module runtime works here")
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--configs", "stap-mark", "--stap-runtime", "module"], res)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn(f"STAP_RUNTIME=module cannot run here: {mod}", r.stderr)
+            self.assertEqual(os.listdir(res), [], "a results folder was left")
+
+
+if __name__ == "__main__":
+    unittest.main()

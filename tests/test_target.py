@@ -1,0 +1,164 @@
+"""The target (src/benchmark.c): its builds' ELF notes and probe sites,
+its input checks, its JSON record, and the ust build seen by LTTng."""
+import json
+import os
+import platform
+import re
+import subprocess
+import time
+import unittest
+
+from kit_test import EXPECTED, build, need, need_build, need_root, run
+import elfinfo
+
+SDT_BUILDS = ("sdt", "sdt-guarded", "sdt-nop5")
+ALL_BUILDS = ("plain", "sdt", "sdt-guarded", "sdt-nop5", "ust", "pg")
+FIELDS = {"build", "pid", "threads", "iterations", "pinned", "clock", "wall_ns",
+          "process_user_ns", "process_sys_ns", "per_thread"}
+THREAD_FIELDS = {"thread", "cpu", "start_ns", "wall_ns", "user_ns", "sys_ns", "cpu_ns", "calls"}
+
+
+def readelf_notes(path):
+    out = run(["readelf", "-n", path]).stdout
+    return [dict(zip(("provider", "name", "location", "semaphore", "args"), m)) for m in
+            re.findall(r"Provider: (\S+)\s+Name: (\S+)\s+Location: (0x[0-9a-f]+), "
+                       r"Base: 0x[0-9a-f]+, Semaphore: (0x[0-9a-f]+)\s+Arguments: (.*)", out)]
+
+
+class Notes(unittest.TestCase):
+    def test_stapsdt_notes(self):
+        """Each SDT build carries exactly the expected note; others none."""
+        path = os.path.join(EXPECTED, f"stapsdt-notes.{platform.machine()}.txt")
+        if not os.path.exists(path):
+            self.skipTest(f"no expected notes for {platform.machine()}")
+        with open(path) as f:
+            expected = [ln.split() for ln in f if ln.strip() and not ln.startswith("#")]
+        for exp in expected:
+            b = exp[0]
+            with self.subTest(build=b):
+                need_build(self, b)
+                notes = readelf_notes(build(b))
+                if exp[1] == "-":
+                    self.assertEqual(notes, [])
+                    continue
+                self.assertEqual(len(notes), 1, notes)
+                n = notes[0]
+                self.assertEqual([n["provider"], n["name"], n["args"].strip()], exp[1:4])
+                self.assertNotEqual(int(n["semaphore"], 16), 0, "no semaphore address")
+                # The kit's own ELF reader agrees with readelf.
+                e = elfinfo.Elf(build(b)).sdt_notes()[0]
+                self.assertEqual(e.pc, int(n["location"], 16))
+                self.assertEqual(e.semaphore, int(n["semaphore"], 16))
+
+    @unittest.skipUnless(platform.machine() == "x86_64", "x86-64 instruction bytes")
+    def test_probe_sites(self):
+        """nop5: exactly 0f 1f 44 00 00; sdt and sdt-guarded: a 1-byte nop."""
+        for b, want in (("sdt-nop5", "0f1f440000"), ("sdt", "90"), ("sdt-guarded", "90")):
+            with self.subTest(build=b):
+                need_build(self, b)
+                e = elfinfo.Elf(build(b))
+                pc = e.sdt_notes()[0].pc
+                self.assertEqual(e.bytes_at(pc, len(want) // 2).hex(), want)
+                if b == "sdt":
+                    self.assertNotEqual(e.bytes_at(pc, 5).hex(), "0f1f440000")
+
+    def test_single_trace_is_a_real_call(self):
+        """Every build calls single_trace ITER times: the call is not
+        inlined or removed (objdump shows call sites in the loop)."""
+        for b in ALL_BUILDS:
+            with self.subTest(build=b):
+                need_build(self, b)
+                dis = run(["objdump", "-d", "--no-show-raw-insn", build(b)]).stdout
+                self.assertRegex(dis, r"call\s+[0-9a-f]+ <single_trace>")
+
+
+class Inputs(unittest.TestCase):
+    def test_bad_inputs(self):
+        with open(os.path.join(EXPECTED, "bad-inputs.txt")) as f:
+            cases = [ln.rstrip("\n").split(" | ") for ln in f
+                     if ln.strip() and not ln.startswith("#")]
+        self.assertGreater(len(cases), 10)
+        for args, message in cases:
+            with self.subTest(args=args):
+                r = run([build("plain"), *args.split()])
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(message, r.stderr)
+                self.assertEqual(r.stdout, "", "a refused run printed a record")
+
+    def test_help(self):
+        r = run([build("plain"), "--help"])
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("--threads N", r.stdout)
+
+
+class Record(unittest.TestCase):
+    def check_record(self, b, threads, iters, extra=()):
+        r = run([build(b), "--threads", str(threads), "--iterations", str(iters), *extra])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rec = json.loads(r.stdout)
+        self.assertEqual(set(rec), FIELDS)
+        self.assertEqual((rec["build"], rec["threads"], rec["iterations"]), (b, threads, iters))
+        self.assertEqual(len(rec["per_thread"]), threads)
+        for t in rec["per_thread"]:
+            self.assertEqual(set(t), THREAD_FIELDS)
+            self.assertGreater(t["wall_ns"], 0)
+            self.assertLessEqual(t["start_ns"] + t["wall_ns"], rec["wall_ns"])
+        self.assertEqual(sum(t["calls"] for t in rec["per_thread"]), threads * iters)
+        # The human summary, with units, on stderr.
+        self.assertRegex(r.stderr, r"ns/call")
+        return rec
+
+    def test_record_every_build(self):
+        for b in ALL_BUILDS:
+            with self.subTest(build=b):
+                need_build(self, b)
+                self.check_record(b, 3, 20000)
+
+    def test_pinning(self):
+        rec = self.check_record("plain", 2, 1000, ["--pin"])
+        self.assertTrue(rec["pinned"])
+        cpus = sorted(os.sched_getaffinity(0))
+        self.assertEqual([t["cpu"] for t in rec["per_thread"]],
+                         [cpus[k % len(cpus)] for k in range(2)])
+
+    def test_text_format(self):
+        r = run([build("plain"), "-t", "2", "-i", "1000", "--format", "text"])
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"benchmark-plain: 2 thread\(s\) x 1000 calls, wall [0-9.]+ s")
+        self.assertEqual(r.stderr, "")
+
+
+class Ust(unittest.TestCase):
+    def test_lttng_sees_the_tracepoint(self):
+        """`lttng list -u` lists benchmark:single_trace while the ust build runs."""
+        need_build(self, "ust")
+        need(self, "lttng", "lttng-sessiond")
+        need_root(self)
+        started = None
+        if run(["pgrep", "-x", "lttng-sessiond"]).returncode != 0:
+            run(["lttng-sessiond", "--daemonize", "--no-kernel"], check=True)
+            started = run(["pgrep", "-x", "lttng-sessiond"]).stdout.split()
+        p = subprocess.Popen([build("ust"), "-t", "1", "-i", "1000000000000", "-q"],
+                             stdout=subprocess.DEVNULL)
+        try:
+            listing = ""
+            for _ in range(50):
+                listing = run(["lttng", "list", "-u"]).stdout
+                if "benchmark:single_trace" in listing:
+                    break
+                time.sleep(0.1)
+            self.assertIn("benchmark:single_trace", listing)
+            self.assertIn(f"PID: {p.pid}", listing)
+        finally:
+            p.kill()
+            p.wait()
+            for pid in started or []:
+                run(["kill", pid])
+            for _ in range(50):
+                if not started or run(["pgrep", "-x", "lttng-sessiond"]).returncode != 0:
+                    break
+                time.sleep(0.1)
+
+
+if __name__ == "__main__":
+    unittest.main()
