@@ -21,7 +21,7 @@ Q := @
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all list run report test clean help
+.PHONY: all list configs run report test clean help
 
 # The builds, baseline first.  pg is the plain build with -pg, for uftrace.
 BUILDS := plain sdt sdt-guarded sdt-nop5 ust pg
@@ -53,6 +53,9 @@ list:
 	@echo "sdt-nop5     the same marker at a 5-byte nop site (0f 1f 44 00 00)"
 	@echo "ust          an LTTng-UST tracepoint with the same argument"
 	@echo "pg           the plain build compiled with -pg (for uftrace)"
+
+configs:
+	$(Q)$(PYTHON) scripts/run.py --list
 
 build build/nop5/sys:
 	$(Q)mkdir -p $@
@@ -141,7 +144,8 @@ clean:
 
 help:
 	@echo "make [all]        build every build whose dependencies are here (make list)"
-	@echo "make run          the matrix: THREADS=1..8 ITER=10000000 RUNS=3 CONFIGS='bpftrace-*' QUICK=1 NO_INSTALL=1 STAP_RUNTIME=module|bpf"
+	@echo "make list         the builds;  make configs: the configurations"
+	@echo "make run          the matrix: THREADS=1..8 ITER=10000000 RUNS=3 CONFIGS='bpftrace-*' QUICK=1 MAX_RUN_S=2 NO_INSTALL=1 STAP_RUNTIME=module|bpf"
 	@echo "make report       the report of results/latest (RESULTS='results/A results/B' for several)"
 	@echo "make test         the test suite (TESTS=name to pick some)"
 	@echo "make clean        remove build/"

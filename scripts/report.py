@@ -356,35 +356,41 @@ def scaling_rows(a):
 
 
 def y2011(a):
-    """The 2011 figures beside today's, as ratios to the baseline."""
+    """The 2011 figures beside today's: as ratios to the baseline, and as
+    overhead per event (ratios alone mislead: the bare call got 20x faster)."""
     cells = {c["config"]: c for c in a["cells"] if c["threads"] == 1}
     base = cells.get(BASELINE)
-    rows = [["bare call (baseline)", f"{Y2011['bare_s']:.2f} s", "1.0x",
-             f"{base['median_ns'] * Y2011['calls'] / 1e9:.3f} s" if base else "-",
-             "1.0x" if base else "-", "baseline"]]
+    n = Y2011["calls"]
+    rows = [["bare call (baseline)", f"{Y2011['bare_s']:.2f} s", "1.0x", "-",
+             f"{base['median_ns'] * n / 1e9:.3f} s" if base else "-",
+             "1.0x" if base else "-", "-", "baseline"]]
     for key, label in (("function_s", "process.function + gettimeofday_ns + $v"),
                        ("mark_s", "process.mark + gettimeofday_ns + $arg1")):
         c = cells.get(Y2011_MATCH[key])
         then = Y2011[key] / Y2011["bare_s"]
-        now = now_x = "-"
+        then_ns = (Y2011[key] - Y2011["bare_s"]) * 1e9 / n
+        now = now_x = now_ns = "-"
         if c and base:
-            now = f"{c['median_ns'] * Y2011['calls'] / 1e9:.3f} s"
+            now = f"{c['median_ns'] * n / 1e9:.3f} s"
             now_x = f"{c['median_ns'] / base['median_ns']:.1f}x"
-        rows.append([label, f"{Y2011[key]:.2f} s", f"{then:.1f}x", now, now_x,
-                     f"{Y2011_MATCH[key]}" + (f" ({c['runtime']} runtime)" if c and c["runtime"]
-                                              else "" if c else " (not measured)")])
-    g_then = Y2011["gettimeofday_s"] * 1e9 / Y2011["calls"]
+            now_ns = f"{c['median_ns'] - base['median_ns']:.0f}"
+        rows.append([label, f"{Y2011[key]:.2f} s", f"{then:.1f}x", f"{then_ns:.0f}", now, now_x,
+                     now_ns, f"{Y2011_MATCH[key]}" + (
+                         f" ({c['runtime']} runtime)" if c and c["runtime"]
+                         else "" if c else " (not measured)")])
+    g_then = Y2011["gettimeofday_s"] * 1e9 / n
     g_now = "-"
     mt, m = cells.get("stap-mark-time"), cells.get("stap-mark")
     if mt and m:
-        g_now = f"{mt['median_ns'] - m['median_ns']:.0f} ns/event"
-    rows.append(["gettimeofday_ns() share", f"{Y2011['gettimeofday_s']:.1f} s "
-                 f"({g_then:.0f} ns/event)", "", g_now, "", "stap-mark-time - stap-mark"])
+        g_now = f"{mt['median_ns'] - m['median_ns']:.0f}"
+    rows.append(["gettimeofday_ns() share", f"{Y2011['gettimeofday_s']:.1f} s", "",
+                 f"{g_then:.0f}", "", "", g_now, "stap-mark-time - stap-mark"])
     return rows
 
 
-Y2011_HEAD = ["10M calls, 1 thread", "2011 [s]", "2011 [x baseline]",
-              "today, scaled to 10M [s]", "today [x baseline]", "configuration"]
+Y2011_HEAD = ["10M calls, 1 thread", "2011 [s]", "2011 [x baseline]", "2011 overhead [ns/event]",
+              "today, scaled to 10M [s]", "today [x baseline]", "today overhead [ns/event]",
+              "configuration"]
 
 
 def markdown(a, meta, warnings, folder):
@@ -467,9 +473,15 @@ def plots(a, folder):
         h = 0.8 / max(1, len(threads))
         for j, t in enumerate(threads):
             by = {c["config"]: c for c in cells if c["threads"] == t}
-            ys = [i + j * h for i, n in enumerate(names) if n in by]
-            xs = [max(by[n]["overhead"]["mean_ns"], 0.01) for n in names if n in by]
-            ax.barh(ys, xs, height=h, label=f"{t} thread(s)")
+            shown = [(i, by[n]["overhead"]) for i, n in enumerate(names) if n in by]
+            # An overhead whose interval holds 0 gets no bar, only its bound.
+            bars = [(i, o) for i, o in shown if not o["bounded"] and o["mean_ns"] > 0]
+            ax.barh([i + j * h for i, _ in bars], [o["mean_ns"] for _, o in bars], height=h,
+                    label=f"{t} thread(s)")
+            for i, o in shown:
+                if (i, o) not in bars:
+                    ax.text(0, i + j * h, f" {f_overhead(o)} ns", va="center", fontsize=7,
+                            transform=ax.get_yaxis_transform())
         ax.set_yticks([i + h * (len(threads) - 1) / 2 for i in range(len(names))])
         ax.set_yticklabels(names)
         ax.invert_yaxis()
@@ -479,7 +491,7 @@ def plots(a, folder):
         ax.set_title("Overhead per event by configuration")
         fig.tight_layout()
         made.append(save(fig, folder, "overhead_by_config.png"))
-        fig, ax = plt.subplots(figsize=(9, 6))
+        fig, ax = plt.subplots(figsize=(11, 6))
         for n in names:
             pts = sorted((c["threads"], c["overhead"]["mean_ns"]) for c in cells
                          if c["config"] == n)
@@ -490,23 +502,25 @@ def plots(a, folder):
         ax.set_ylabel("overhead per event [ns/event]")
         ax.set_xticks(threads)
         ax.set_title("Overhead per event against threads")
-        ax.legend(fontsize=7, ncol=2)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
         fig.tight_layout()
         made.append(save(fig, folder, "overhead_vs_threads.png"))
     one = [c for c in a["cells"] if c["threads"] == min(threads or [1]) and c["user_ns"]
            is not None]
     if one:
         fig, ax = plt.subplots(figsize=(10, 0.35 * len(one) + 1.5))
-        ys = range(len(one))
-        u = [c["user_ns"] for c in one]
-        s = [c["sys_ns"] for c in one]
-        ax.barh(ys, u, label="user")
-        ax.barh(ys, s, left=u, label="system")
-        ax.set_yticks(list(ys))
+        # Side by side, not stacked: a stack misleads on a log axis.
+        ys = list(range(len(one)))
+        ax.barh([y - 0.2 for y in ys], [max(c["user_ns"], 1e-3) for c in one], height=0.4,
+                label="user")
+        ax.barh([y + 0.2 for y in ys], [max(c["sys_ns"], 1e-3) for c in one], height=0.4,
+                label="system")
+        ax.set_yticks(ys)
         ax.set_yticklabels([c["config"] for c in one])
         ax.invert_yaxis()
-        ax.set_xscale("symlog", linthresh=1)
-        ax.set_xlabel(f"CPU per event [ns/event] at {one[0]['threads']} thread(s) (symlog)")
+        ax.set_xscale("log")
+        ax.set_xlim(left=0.1)
+        ax.set_xlabel(f"CPU per event [ns/event] at {one[0]['threads']} thread(s) (log scale)")
         ax.set_title("Where the time goes: user and system CPU per event")
         ax.legend()
         fig.tight_layout()

@@ -109,7 +109,7 @@ def parse_configs(text):
         if not hits:
             raise argparse.ArgumentTypeError(
                 f"CONFIGS '{pat}' matches no configuration; allowed: {', '.join(names)} "
-                "(or shell-style patterns of them; see `make run-list`)")
+                "(or shell-style patterns of them; `make configs` lists them)")
         picked += [h for h in hits if h not in picked]
     if not picked:
         raise argparse.ArgumentTypeError("CONFIGS is empty")
@@ -135,8 +135,13 @@ def parse_seconds(text):
     return v
 
 
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.exit(2, f"run: {message} (see --help)\n")
+
+
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="run.py", description=__doc__.split("\n\n")[0])
+    p = Parser(prog="run.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--threads", type=parse_threads, metavar="THREADS",
                    help="thread counts: 1..8, 1,2,4,8 or 4 (default 1..CPUs)")
     p.add_argument("--iter", type=int_in("ITER", 1, MAX_ITER), metavar="ITER",

@@ -144,11 +144,12 @@ class ByHand(unittest.TestCase):
     def test_2011_rows(self):
         rows = report.y2011(self.a)
         self.assertEqual(rows[0][:3], ["bare call (baseline)", "0.27 s", "1.0x"])
-        self.assertEqual(rows[1][2], "191.9x")  # 51.82 / 0.27
-        self.assertEqual(rows[2][2], "102.2x")  # 27.60 / 0.27
+        self.assertEqual(rows[1][2:4], ["191.9x", "5155"])  # 51.82/0.27; (51.82-0.27)/10M s
+        self.assertEqual(rows[2][2:4], ["102.2x", "2733"])  # 27.60/0.27; (27.60-0.27)/10M s
         # mark-time median 10.4 ns / baseline 1.1 ns; 10M calls = 0.104 s.
-        self.assertEqual(rows[2][3:5], ["0.104 s", "9.5x"])
-        self.assertEqual(rows[3][3], "1 ns/event")  # 10.4 - 9.6: the time call's share
+        self.assertEqual(rows[2][4:7], ["0.104 s", "9.5x", "9"])
+        self.assertEqual(rows[3][3], "840")  # 8.4 s / 10M
+        self.assertEqual(rows[3][6], "1")  # 10.4 - 9.6: the time call's share
 
 
 class Errors(unittest.TestCase):
