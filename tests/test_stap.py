@@ -38,29 +38,49 @@ class Scripts(unittest.TestCase):
                     self.assertIn("/build/benchmark-sdt", r.stdout)
 
 
+# stapbpf 4.8 sometimes aborts when printf records are lost on their way
+# to it (README, SystemTap); such a run must be a failed row saying so.
+STAPBPF_ABORT = "stapbpf exited with signal: 6 (Aborted)"
+
+
 class Runs(StateTest):
     def test_every_configuration_counts_exactly(self):
+        """ITER=100000, THREADS=1..2, two repetitions: every run that
+        completed saw exactly threads x iterations events; a printf
+        configuration may lose a run only to the known stapbpf abort, and
+        each still completes at least once; the count-only one never fails."""
         need_root(self)
         why = STAP.available()
         if why:
             self.skipTest(f"stap: {why}")
         with tempfile.TemporaryDirectory() as res:
-            r = kit(["--quick", "1", "--threads", "1..2", "--iter", "100000",
+            r = kit(["--quick", "1", "--threads", "1..2", "--iter", "100000", "--runs", "2",
                      "--configs", "stap-*"], res)
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
             self.assertIn(f"SystemTap runs on the {STAP.runtime} runtime", r.stderr)
             rows, _ = rows_of(res)
         names = [c.name for c in configs.CONFIGS if c.tracer == "stap"]
         self.assertEqual(sorted({x["config"] for x in rows}), sorted(names))
+        completed = {}
         for row in rows:
-            with self.subTest(config=row["config"], threads=row["threads"]):
+            with self.subTest(config=row["config"], threads=row["threads"], rep=row["rep"]):
                 if row["config"] == "stap-mark-alibi" and STAP.runtime == "bpf":
                     self.assertEqual(row["status"], "skipped")
                     self.assertIn("module runtime", row["reason"])
                     continue
+                cfg = configs.BY_NAME[row["config"]]
+                if (row["status"] == "failed" and STAP.runtime == "bpf"
+                        and cfg.action == "record"):
+                    self.assertIn(STAPBPF_ABORT, row["reason"])
+                    continue
                 self.assertEqual(row["status"], "ok", row["reason"])
                 self.assertEqual(row["runtime"], STAP.runtime)
                 self.assertEqual(int(row["events_seen"]), int(row["threads"]) * 100000)
+                completed[row["config"]] = completed.get(row["config"], 0) + 1
+        ran = [n for n in names if not (n == "stap-mark-alibi" and STAP.runtime == "bpf")]
+        for n in ran:
+            self.assertGreaterEqual(completed.get(n, 0), 1, f"{n} never completed")
+        self.assertEqual(completed.get("stap-mark-empty"), 4)
 
 
 class Runtime(StateTest):
