@@ -451,18 +451,27 @@ class Kit:
         return json.loads(recs[0]), rusage, None
 
     def kill_child(self):
+        """Kills the run's whole session: the command, and whatever it
+        started, even if a tracer moved it to another process group or
+        died and left it to init (a target outliving a crashed stapbpf)."""
         c = self.child
         if c is None:
             return
-        try:
-            os.killpg(c.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        if c.returncode is None:
-            try:
-                c.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        for _ in range(100):
+            left = session_members(c.pid)
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if c.returncode is None:
+                try:
+                    c.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
+            if not left:
+                break
+            time.sleep(0.05)
 
     def time_limit(self, run):
         est = self.estimate.get((run.cfg.name, run.threads))
@@ -606,6 +615,22 @@ def main(argv=None):
     if not args.no_report and os.path.exists(os.path.join(HERE, "report.py")):
         subprocess.run([sys.executable, os.path.join(HERE, "report.py"), kit.dir])
     return 0
+
+
+def session_members(sid):
+    """Pids of the live processes in session SID (zombies excluded)."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                rest = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if rest[0] != "Z" and int(rest[3]) == sid:
+            pids.append(int(name))
+    return pids
 
 
 def explain(log):

@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,15 +45,29 @@ def run(cmd, **kw):
 
 
 def tracing_state():
-    """Everything a tracer run could leave behind, as comparable text."""
+    """Everything a tracer run could leave behind, as comparable text.
+    Where tracefs is not mounted, uprobe_events is read through a private
+    mount made and removed here (perf would mount it for good)."""
     s = {}
-    for t in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
-        if os.path.exists(os.path.join(t, "uprobe_events")):
+    with open("/proc/mounts") as f:
+        s["mounts"] = sorted(ln.split()[1] for ln in f if ln.split()[2] in ("tracefs", "debugfs"))
+    t = next((d for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
+              if os.path.exists(os.path.join(d, "uprobe_events"))), None)
+    private = None
+    if t is None and os.geteuid() == 0:
+        private = tempfile.mkdtemp(prefix="kit-test-tracefs-")
+        if run(["mount", "-t", "tracefs", "nodev", private]).returncode == 0:
+            t = private
+    try:
+        if t:
             with open(os.path.join(t, "uprobe_events")) as f:
                 s["uprobe_events"] = f.read()
             s["instances"] = sorted(os.listdir(os.path.join(t, "instances")))
-            break
-    if shutil.which("perf"):
+    finally:
+        if private:
+            run(["umount", private])
+            os.rmdir(private)
+    if shutil.which("perf") and t and t != private:
         s["perf probes"] = run(["perf", "probe", "-l"]).stdout
     if shutil.which("lttng"):
         r = run(["lttng", "list"])
@@ -60,11 +75,8 @@ def tracing_state():
     ps = run(["ps", "-eo", "comm="]).stdout.split()
     s["processes"] = sorted(p for p in ps if p in (
         "stapbpf", "staprun", "stapio", "stap", "bpftrace", "perf", "uftrace",
-        "lttng-sessiond", "lttng-consumerd", "benchmark-plain", "benchmark-sdt",
-        "benchmark-ust"))
+        "lttng-sessiond", "lttng-consumerd") or p.startswith("benchmark-"))
     s["modules"] = sorted(os.path.basename(p) for p in glob.glob("/sys/module/kit*"))
-    with open("/proc/mounts") as f:
-        s["mounts"] = sorted(ln.split()[1] for ln in f if ln.split()[2] in ("tracefs", "debugfs"))
     return s
 
 
