@@ -298,6 +298,7 @@ class Kit:
         self.child = None
         self.set_up = []
         self.log = None
+        self.meta = None
 
     say = staticmethod(say)
 
@@ -325,6 +326,15 @@ class Kit:
             tmp = latest + f".{os.getpid()}"
             os.symlink(os.path.basename(d), tmp)
             os.replace(tmp, latest)
+
+    def write_meta(self):
+        write_json(os.path.join(self.dir, "meta.json"), self.meta)
+
+    def close(self):
+        if self.meta is not None:
+            self.write_meta()
+        if self.csv:
+            self.csv_file.close()
 
     def row(self, **kw):
         kw.setdefault("started", datetime.datetime.now(datetime.timezone.utc).isoformat(
@@ -522,24 +532,20 @@ def fmt_s(s):
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
-def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.list:
-        print(configs.table())
-        return 0
-    wanted = sorted({c.tracer for c in args.configs} - {"none"})
+def prepare(args, wanted):
+    """Installs, builds and checks what can run here: the skip reasons by
+    configuration, or an exit status when nothing may run."""
     install(missing_packages(wanted), args.no_install)
     r = subprocess.run(["make", "-s", "-C", ROOT, "all"], stdout=sys.stderr)
     if r.returncode != 0:
         say("run: make failed; nothing was run")
         return 1
-
-    # Which configurations can run here.  A forced SystemTap runtime that
-    # cannot run is an error, before anything is attached.
+    # A forced SystemTap runtime that cannot run is an error, before
+    # anything is attached.
     stap = tracers.get("stap")
     if "stap" in wanted:
         try:
-            why = stap.choose(args.stap_runtime)
+            stap.choose(args.stap_runtime)
         except TracerError as e:
             say(f"run: {e}")
             return 2
@@ -548,15 +554,55 @@ def main(argv=None):
     skip = {}
     for cfg in args.configs:
         t = tracers.get(cfg.tracer)
-        build = os.path.join(ROOT, "build", f"benchmark-{cfg.build}")
         why = t.available() or t.skip_reason(cfg)
-        if not why and not os.path.exists(build):
+        if not why and not os.path.exists(os.path.join(ROOT, "build", f"benchmark-{cfg.build}")):
             why = f"build/benchmark-{cfg.build} was not built (see make's message)"
         if why:
             skip[cfg.name] = why
-    for name, why in skip.items():
-        say(f"run: skipping {name}: {why}")
+            say(f"run: skipping {cfg.name}: {why}")
+    return skip
 
+
+def measure(kit, args, wanted, skip):
+    kit.make_dir()
+    say(f"run: results in {os.path.relpath(kit.dir, ROOT)}")
+    stap = tracers.get("stap")
+    kit.meta = {"started": datetime.datetime.now(datetime.timezone.utc).isoformat(
+        timespec="seconds"), "skipped": skip}
+    kit.write_meta()
+    kit.meta.update(environment(args, sorted({c.build for c in args.configs})))
+    kit.meta["stap"] = {"runtime": stap.runtime, "why": stap.why,
+                        "flags": " ".join(stap.base_flags())} if "stap" in wanted else None
+    kit.write_meta()
+    for cfg in args.configs:
+        if cfg.name in skip:
+            for n in args.threads:
+                kit.row(config=cfg.name, build=cfg.build, tracer=cfg.tracer, probe=cfg.probe,
+                        action=cfg.action, threads=n, status="skipped", reason=skip[cfg.name])
+    runnable = [c for c in args.configs if c.name not in skip]
+    for name in sorted({c.tracer for c in runnable}):
+        t = tracers.get(name)
+        try:
+            kit.set_up.append(t)  # teardown undoes whatever part of setup was done
+            t.setup(kit)
+        except TracerError as e:
+            say(f"run: {name} could not be set up: {e}")
+            for c in [c for c in runnable if c.tracer == name]:
+                for n in args.threads:
+                    kit.row(config=c.name, build=c.build, tracer=c.tracer, threads=n,
+                            status="failed", reason=f"set-up failed: {e}")
+            runnable = [c for c in runnable if c.tracer != name]
+    matrix(kit, args, runnable)
+    kit.meta["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
+        timespec="seconds")
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.list:
+        print(configs.table())
+        return 0
+    wanted = sorted({c.tracer for c in args.configs} - {"none"})
     kit = Kit(args)
     old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
 
@@ -564,52 +610,21 @@ def main(argv=None):
         raise Interrupted(signal.Signals(signum).name)
     for s in old:
         signal.signal(s, on_signal)
-    meta = None
     try:
-        kit.make_dir()
-        say(f"run: results in {os.path.relpath(kit.dir, ROOT)}")
-        meta = environment(args, sorted({c.build for c in args.configs}))
-        meta["stap"] = {"runtime": stap.runtime, "why": stap.why,
-                        "flags": " ".join(stap.base_flags())} if "stap" in wanted else None
-        meta["started"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds")
-        meta["skipped"] = skip
-        write_json(os.path.join(kit.dir, "meta.json"), meta)
-        for cfg in args.configs:
-            if cfg.name in skip:
-                for n in args.threads:
-                    kit.row(config=cfg.name, build=cfg.build, tracer=cfg.tracer,
-                            probe=cfg.probe, action=cfg.action, threads=n, status="skipped",
-                            reason=skip[cfg.name])
-        runnable = [c for c in args.configs if c.name not in skip]
-        for name in sorted({c.tracer for c in runnable}):
-            t = tracers.get(name)
-            try:
-                t.setup(kit)
-                kit.set_up.append(t)
-            except TracerError as e:
-                say(f"run: {name} could not be set up: {e}")
-                for c in [c for c in runnable if c.tracer == name]:
-                    for n in args.threads:
-                        kit.row(config=c.name, build=c.build, tracer=c.tracer, threads=n,
-                                status="failed", reason=f"set-up failed: {e}")
-                runnable = [c for c in runnable if c.tracer != name]
-        matrix(kit, args, runnable)
-        meta["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds")
+        skip = prepare(args, wanted)
+        if isinstance(skip, int):
+            return skip
+        measure(kit, args, wanted, skip)
     except Interrupted as e:
         say(f"\nrun: interrupted by {e}; cleaning up (rows so far are kept)")
-        if meta is not None:
-            meta["interrupted"] = str(e)
+        if kit.meta is not None:
+            kit.meta["interrupted"] = str(e)
         return 130
     finally:
         for s in old:
             signal.signal(s, signal.SIG_IGN)  # cleanup runs to its end
         kit.cleanup()
-        if meta is not None:
-            write_json(os.path.join(kit.dir, "meta.json"), meta)
-        if kit.csv:
-            kit.csv_file.close()
+        kit.close()
         for s, h in old.items():
             signal.signal(s, h)
     if not args.no_report and os.path.exists(os.path.join(HERE, "report.py")):

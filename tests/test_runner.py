@@ -228,7 +228,8 @@ class Faults(StateTest):
     def test_sigint_perf(self):
         if tracers.get("perf").available():
             self.skipTest(tracers.get("perf").available())
-        self.interrupt("perf-record-sdt", signal.SIGINT, lambda: bool(pids_of("perf")))
+        self.interrupt("perf-record-sdt", signal.SIGINT,
+                       lambda: run(["pgrep", "-f", "^perf record"]).returncode == 0)
 
     def test_others_probes_left_alone(self):
         """A uprobe someone else defined (even on the kit's own target)

@@ -12,10 +12,6 @@
 Every back-end names what it creates after run.tag (unique to the run),
 so detach removes exactly what it made and nobody else's probes.
 """
-import os
-import shutil
-import subprocess
-
 from .base import Tracer, TracerError  # noqa: F401
 from . import none, ftrace, perf, bpftrace, lttng, uftrace, stap
 
@@ -26,4 +22,4 @@ def get(name):
     return BACKENDS[name]
 
 
-__all__ = ["BACKENDS", "get", "Tracer", "TracerError", "os", "shutil", "subprocess"]
+__all__ = ["BACKENDS", "get", "Tracer", "TracerError"]

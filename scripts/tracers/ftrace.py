@@ -23,12 +23,15 @@ class Ftrace(Tracer):
         why = self.need_root()
         if why:
             return why
-        if not tracefs.find() and not tracefs.MOUNTS.ensure():
-            return "no tracefs with uprobe_events (kernel without CONFIG_UPROBE_EVENTS?)"
+        if not tracefs.find() and not tracefs.can_mount():
+            return "the kernel has no tracefs (CONFIG_TRACING off?)"
         return None
 
     def setup(self, kit):
-        tracefs.MOUNTS.ensure()
+        if not tracefs.MOUNTS.ensure():
+            raise TracerError("could not mount tracefs at /sys/kernel/tracing")
+        if not os.path.exists(os.path.join(tracefs.find(), "uprobe_events")):
+            raise TracerError("tracefs has no uprobe_events (CONFIG_UPROBE_EVENTS off?)")
 
     @staticmethod
     def site(run):

@@ -26,15 +26,16 @@ class Perf(Tracer):
         why = self.need_commands() or self.need_root()
         if why:
             return why
-        if not tracefs.find() and not tracefs.MOUNTS.ensure():
-            return "no tracefs with uprobe_events for perf probe"
+        if not tracefs.find() and not tracefs.can_mount():
+            return "the kernel has no tracefs for perf probe (CONFIG_TRACING off?)"
         r = self.sh(["perf", "--version"], check=False)
         if not r.startswith("perf version"):
             return "perf does not run here: " + (r.strip().splitlines() or ["?"])[-1]
         return None
 
     def setup(self, kit):
-        tracefs.MOUNTS.ensure()
+        if not tracefs.MOUNTS.ensure():
+            raise TracerError("could not mount tracefs at /sys/kernel/tracing")
 
     def perf(self, *args):
         return ["perf", "--buildid-dir", BUILDID_DIR, *args]

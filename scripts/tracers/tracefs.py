@@ -20,6 +20,12 @@ def find():
     return None
 
 
+def can_mount(fstype="tracefs"):
+    """Whether the kernel knows FSTYPE (so setup could mount it); mounts nothing."""
+    with open("/proc/filesystems") as f:
+        return any(ln.split()[-1] == fstype for ln in f if ln.strip())
+
+
 class Mount:
     """Mounts tracefs (or debugfs) when it is not mounted, and unmounts it
     again at the end only if this kit mounted it."""
