@@ -119,11 +119,12 @@ build/benchmark-ust: src/benchmark.c src/trace/ust.h src/ust_tp.h build/ust_prov
 # The runner takes each Make variable as the flag of the same meaning; they
 # reach it through the environment (Make exports command-line variables),
 # so no value is ever spliced into a shell command line.
-RUN_VARS := THREADS ITER RUNS CONFIGS QUICK NO_INSTALL STAP_RUNTIME MAX_RUN_S
+RUN_VARS := THREADS ITER RUNS CONFIGS QUICK NO_INSTALL STAP_RUNTIME MAX_RUN_S TIME_LIMIT
 RUN_FLAGS = $${THREADS:+--threads "$$THREADS"} $${ITER:+--iter "$$ITER"} \
 	$${RUNS:+--runs "$$RUNS"} $${CONFIGS:+--configs "$$CONFIGS"} \
 	$${QUICK:+--quick "$$QUICK"} $${NO_INSTALL:+--no-install "$$NO_INSTALL"} \
-	$${STAP_RUNTIME:+--stap-runtime "$$STAP_RUNTIME"} $${MAX_RUN_S:+--max-run-s "$$MAX_RUN_S"}
+	$${STAP_RUNTIME:+--stap-runtime "$$STAP_RUNTIME"} $${MAX_RUN_S:+--max-run-s "$$MAX_RUN_S"} \
+	$${TIME_LIMIT:+--time-limit "$$TIME_LIMIT"}
 # Make expands a value such as THREADS='$$(x)' to nothing before the runner
 # sees it: refuse a variable that was given but expands to nothing.
 check_given = $(if $(filter command line,$(origin $(1))),$(if $(strip $($(1))),,\
@@ -145,7 +146,7 @@ clean:
 help:
 	@echo "make [all]        build every build whose dependencies are here (make list)"
 	@echo "make list         the builds;  make configs: the configurations"
-	@echo "make run          the matrix: THREADS=1..8 ITER=10000000 RUNS=3 CONFIGS='bpftrace-*' QUICK=1 MAX_RUN_S=2 NO_INSTALL=1 STAP_RUNTIME=module|bpf"
+	@echo "make run          the matrix: THREADS=1..8 ITER=10000000 RUNS=3 CONFIGS='bpftrace-*' QUICK=1 MAX_RUN_S=2 TIME_LIMIT=600 NO_INSTALL=1 STAP_RUNTIME=module|bpf"
 	@echo "make report       the report of results/latest (RESULTS='results/A results/B' for several)"
 	@echo "make test         the test suite (TESTS=name to pick some)"
 	@echo "make clean        remove build/"

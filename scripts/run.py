@@ -124,15 +124,17 @@ def parse_runtime(text):
     return None if text == "auto" else text
 
 
-def parse_seconds(text):
-    try:
-        v = float(text)
-    except ValueError:
-        v = -1
-    if not 0 <= v <= 3600:
-        raise argparse.ArgumentTypeError(
-            f"MAX_RUN_S '{text}' is not allowed: want seconds in 0..3600 (0: no cap)")
-    return v
+def parse_seconds_named(name, lo, hi, extra=""):
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            v = -1
+        if not lo <= v <= hi or v != v:
+            raise argparse.ArgumentTypeError(
+                f"{name} '{text}' is not allowed: want seconds in {lo}..{hi}{extra}")
+        return v
+    return parse
 
 
 class Parser(argparse.ArgumentParser):
@@ -156,9 +158,14 @@ def parse_args(argv):
                    help="never install missing Debian packages")
     p.add_argument("--stap-runtime", type=parse_runtime, metavar="module|bpf|auto",
                    help="force SystemTap's runtime (default: module where it works, else bpf)")
-    p.add_argument("--max-run-s", type=parse_seconds, default=2.0, metavar="MAX_RUN_S",
+    p.add_argument("--max-run-s", type=parse_seconds_named("MAX_RUN_S", 0, 3600, " (0: no cap)"),
+                   default=2.0, metavar="MAX_RUN_S",
                    help="cap a traced run's iterations so it takes about this long "
                         "(default 2; 0 runs ITER everywhere)")
+    p.add_argument("--time-limit", type=parse_seconds_named("TIME_LIMIT", 1, 86400),
+                   metavar="TIME_LIMIT",
+                   help="seconds before a run counts as hung and is killed (default: "
+                        "10x its warm-up, or 600 s)")
     p.add_argument("--results", default=os.path.join(ROOT, "results"), metavar="DIR",
                    help="where the results folder is made (default results/)")
     p.add_argument("--no-report", action="store_true", help="do not run scripts/report.py")
@@ -299,6 +306,8 @@ class Kit:
         self.set_up = []
         self.log = None
         self.meta = None
+        self.estimate = {}  # (config, threads): the warm-up's seconds
+        self.calib_iter = WARMUP_ITER
 
     say = staticmethod(say)
 
@@ -367,7 +376,9 @@ class Kit:
                 tracer.detach(run)  # if this raises, cleanup() tries again
                 self.attached.remove((tracer, run))
             row.update(self.record_fields(rec))
-            if rusage and cmd[0] != run.build:
+            if "tracer_cpu_ns" in run.state:  # a daemon's CPU, read by the back-end
+                row["tracer_user_ns"], row["tracer_sys_ns"] = run.state["tracer_cpu_ns"]
+            elif rusage and cmd[0] != run.build:
                 # The tracer's process and its children, less the target.
                 row["tracer_user_ns"] = max(0, int(rusage.ru_utime * 1e9) - rec["process_user_ns"])
                 row["tracer_sys_ns"] = max(0, int(rusage.ru_stime * 1e9) - rec["process_sys_ns"])
@@ -484,13 +495,14 @@ class Kit:
             time.sleep(0.05)
 
     def time_limit(self, run):
+        """TIME_LIMIT if given; else 10x the warm-up's time scaled to the
+        run's calls, plus 2 minutes for the tracer's start and end."""
+        if self.args.time_limit:
+            return self.args.time_limit
         est = self.estimate.get((run.cfg.name, run.threads))
         if est is None:
             return 600
         return 120 + 10 * est * run.iterations / max(1, self.calib_iter)
-
-    estimate = {}
-    calib_iter = WARMUP_ITER
 
     def cleanup(self):
         self.kill_child()

@@ -194,6 +194,37 @@ class Faults(StateTest):
         self.kill_mid_run("stap", "stap-mark-empty", "stapio" if module else "stapbpf", 2000000,
                           "signal 9" if module else "stap exited with status")
 
+    def test_hung_tracer(self):
+        """A tracer that stops answering (SIGSTOP): killed at TIME_LIMIT,
+        a failed row saying so, cleanup done, the other rows still run."""
+        need_root(self)
+        why = tracers.get("bpftrace").available()
+        if why:
+            self.skipTest(f"bpftrace: {why}")
+        with tempfile.TemporaryDirectory() as res:
+            p = start_kit(["--quick", "1", "--threads", "1", "--iter", "100000", "--runs", "2",
+                           "--time-limit", "8", "--configs", "baseline,bpftrace-sdt-count"], res)
+            try:
+                # Stop bpftrace once its target runs: the target ends, and
+                # bpftrace never reaps it nor exits.
+                self.assertTrue(wait_for(lambda: pids_of("benchmark-sdt"), 120))
+                target = pids_of("benchmark-sdt")[0]
+                with open(f"/proc/{target}/stat") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{parent}/comm") as f:
+                    self.assertEqual(f.read().strip(), "bpftrace")
+                os.kill(parent, signal.SIGSTOP)
+                out, _ = p.communicate(timeout=300)
+            finally:
+                p.kill()
+            self.assertEqual(p.returncode, 0, out[-2000:])
+            rows, _ = rows_of(res)
+        st = [(r["config"], r["status"], r["reason"]) for r in rows]
+        self.assertEqual(len(rows), 4, st)
+        failed = [r for r in rows if r["status"] == "failed"]
+        self.assertEqual([r["reason"] for r in failed], ["bpftrace hung: killed after 8 s"], st)
+        self.assertEqual(sum(r["status"] == "ok" for r in rows), 3, st)
+
     def interrupt(self, config, sig, ready):
         need_root(self)
         with tempfile.TemporaryDirectory() as res:

@@ -2,7 +2,8 @@
 session of the kit's own: a flight recorder (`--snapshot`, overwrite
 mode, snapshot taken when the target ends) or a normal session written
 to disk.  Events are counted by babeltrace2's sink.utils.counter; events
-the tracer discarded are read from `lttng stop`'s warning.
+the tracer discarded are read from `lttng stop`'s warning; the tracer's
+CPU is the consumer daemons' (from /proc) between start and stop.
 
 A session daemon is needed: one already running is used and left alone;
 otherwise `lttng-sessiond --daemonize --no-kernel` is started in setup
@@ -18,6 +19,23 @@ import time
 from .base import Tracer, TracerError
 
 CHANNEL = ["--subbuf-size", "1M", "--num-subbuf", "8"]
+
+
+def consumerd_cpu_ns():
+    """(user, system) ns used so far by the LTTng consumer daemons, which
+    move the tracepoints' buffers out of the traced process."""
+    user = system = 0
+    tick = 1e9 / os.sysconf("SC_CLK_TCK")
+    for pid in subprocess.run(["pgrep", "-x", "lttng-consumerd"], stdout=subprocess.PIPE,
+                              text=True).stdout.split():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        user += int(int(fields[11]) * tick)
+        system += int(int(fields[12]) * tick)
+    return user, system
 
 
 def sessiond_pids():
@@ -70,9 +88,13 @@ class Lttng(Tracer):
         self.lttng(run, "enable-event", "-u", "-s", run.tag, "-c", "kitch",
                    "benchmark:single_trace")
         self.lttng(run, "start", run.tag)
+        run.state["lttng_cpu0"] = consumerd_cpu_ns()
 
     def events(self, run):
         stop = self.lttng(run, "stop", run.tag)
+        u0, s0 = run.state.pop("lttng_cpu0")
+        u1, s1 = consumerd_cpu_ns()
+        run.state["tracer_cpu_ns"] = (u1 - u0, s1 - s0)
         discarded = sum(int(x) for x in re.findall(r"(\d+) events? (?:were|was) discarded", stop))
         if run.cfg.mode == "snapshot":
             self.lttng(run, "snapshot", "record", "-s", run.tag)
