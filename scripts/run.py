@@ -300,6 +300,7 @@ class Kit:
         self.id = f"{os.getpid():x}"
         self.serial = 0
         self.dir = None
+        self.scratch = None
         self.csv = None
         self.attached = []  # (tracer, run) whose detach is pending
         self.child = None
@@ -390,7 +391,8 @@ class Kit:
             row["reason"] = str(e)
         except OSError as e:
             row["reason"] = f"{e.filename or ''}: {e.strerror}".strip(": ")
-        except (Interrupted, KeyboardInterrupt):
+        except (Interrupted, KeyboardInterrupt) as e:
+            row["reason"] = f"interrupted by {e or 'Ctrl-C'}"
             raise
         except Exception as e:  # a back-end's bug must not stop the matrix
             with open(run.log, "a") as f:
@@ -519,7 +521,7 @@ class Kit:
                 say(f"run: teardown of {t.name}: {e}")
         self.set_up = []
         tracefs.MOUNTS.release()
-        if getattr(self, "scratch", None):
+        if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
 
