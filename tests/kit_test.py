@@ -67,12 +67,14 @@ def tracing_state():
         if private:
             run(["umount", private])
             os.rmdir(private)
-    if shutil.which("perf") and t and t != private:
-        s["perf probes"] = run(["perf", "probe", "-l"]).stdout
+    # (perf's probes are uprobe_events lines, read above; `perf probe -l`
+    # itself would mount tracefs for good when it is not mounted.)
     if shutil.which("lttng"):
         r = run(["lttng", "list"])
         s["lttng sessions"] = r.stdout if r.returncode == 0 else "(no session daemon)"
-    ps = run(["ps", "-eo", "comm="]).stdout.split()
+    # Live processes only: a zombie is on its way out (init reaps it).
+    ps = [ln.split(None, 1) for ln in run(["ps", "-eo", "stat=,comm="]).stdout.splitlines()]
+    ps = [comm.strip() for stat, comm in ps if not stat.startswith("Z")]
     s["processes"] = sorted(p for p in ps if p in (
         "stapbpf", "staprun", "stapio", "stap", "bpftrace", "perf", "uftrace",
         "lttng-sessiond", "lttng-consumerd") or p.startswith("benchmark-"))

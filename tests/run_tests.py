@@ -14,6 +14,8 @@ import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import kit_test  # noqa: E402
 
 
 def main():
@@ -28,11 +30,20 @@ def main():
                 yield t
     tests = [t for t in flatten(suite) if not pick or any(p in t.id() for p in pick)]
     broken = [t for t in tests if type(t).__name__ == "_FailedTest"]
+    before = kit_test.tracing_state()
     runner = unittest.TextTestRunner(verbosity=2, stream=sys.stdout)
     result = runner.run(unittest.TestSuite(tests))
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     skipped = len(result.skipped)
     passed = result.testsRun - failed - skipped - len(result.expectedFailures)
+    # The whole suite, too, must leave the machine's tracing state as it was.
+    after = kit_test.tracing_state()
+    if after != before:
+        failed += 1
+        print("\nFAIL: the suite left tracing state behind:")
+        for k in sorted(set(before) | set(after)):
+            if before.get(k) != after.get(k):
+                print(f"  {k}: before {before.get(k)!r}, after {after.get(k)!r}")
     if result.skipped:
         print("\nskipped:")
         for t, why in result.skipped:

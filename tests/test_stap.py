@@ -16,7 +16,7 @@ from tracers.stap import STUB
 STAP = tracers.get("stap")
 
 
-class Scripts(unittest.TestCase):
+class Scripts(StateTest):
     def test_p2(self):
         """Every stp/*.stp passes `stap -p2` against the built target, on
         each runtime this machine can describe."""

@@ -8,7 +8,7 @@ import subprocess
 import time
 import unittest
 
-from kit_test import EXPECTED, build, need, need_build, need_root, run
+from kit_test import EXPECTED, StateTest, build, need, need_build, need_root, run
 import elfinfo
 
 SDT_BUILDS = ("sdt", "sdt-guarded", "sdt-nop5")
@@ -128,7 +128,7 @@ class Record(unittest.TestCase):
         self.assertEqual(r.stderr, "")
 
 
-class Ust(unittest.TestCase):
+class Ust(StateTest):
     def test_lttng_sees_the_tracepoint(self):
         """`lttng list -u` lists benchmark:single_trace while the ust build runs."""
         need_build(self, "ust")
