@@ -143,7 +143,7 @@ def welch_ci(a, b):
     return d, d - h, d + h
 
 
-def cell_stats(rows, ncpu):
+def cell_stats(rows):
     """Statistics of one (config, threads) cell from its measured rows."""
     samples, per_rep, user, sys_, tracer, walls = [], {}, [], [], [], []
     for r in rows:
@@ -224,7 +224,7 @@ def analyse(rows, meta):
         c = {"config": config, "threads": threads, "tracer": rs[0].get("tracer", ""),
              "runtime": next((r.get("runtime") for r in measured if r.get("runtime")), ""),
              "iterations": sorted({r["iterations"] for r in measured})}
-        c.update(cell_stats(measured, ncpu))
+        c.update(cell_stats(measured))
         c["check"] = event_check(measured)
         c["flags"] = []
         if c["check"]["verdict"] == "MISMATCH":
