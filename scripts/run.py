@@ -38,7 +38,7 @@ import configs  # noqa: E402
 import elfinfo  # noqa: E402
 import tracers  # noqa: E402
 from tracers import tracefs  # noqa: E402
-from tracers.base import TracerError  # noqa: E402
+from tracers.base import TracerError, pids, proc_stat  # noqa: E402
 
 MAX_THREADS = 1024  # as in src/benchmark.c
 MAX_ITER = 10 ** 12
@@ -51,13 +51,8 @@ COLUMNS = [
     "process_sys_ns", "tracer_user_ns", "tracer_sys_ns", "runtime", "note",
 ]
 
-# Programs and headers the kit uses, and the Debian package of each.
-PACKAGES = {
-    "dtrace": "systemtap-sdt-dev", "stap": "systemtap", "bpftrace": "bpftrace",
-    "perf": "linux-perf", "lttng": "lttng-tools", "lttng-sessiond": "lttng-tools",
-    "babeltrace2": "babeltrace2", "uftrace": "uftrace",
-}
-HEADERS = {"sys/sdt.h": "systemtap-sdt-dev", "lttng/tracepoint.h": "liblttng-ust-dev"}
+# What the builds need (the tracers say what they need themselves).
+BUILD_HEADERS = {"sys/sdt.h": "systemtap-sdt-dev", "lttng/tracepoint.h": "liblttng-ust-dev"}
 
 
 class Interrupted(Exception):
@@ -206,11 +201,10 @@ def has_header(h):
 
 
 def missing_packages(wanted_tracers):
-    need = {"dtrace"} | {t for t in wanted_tracers}
-    if "lttng" in need:
-        need |= {"lttng-sessiond", "babeltrace2"}
-    pkgs = {PACKAGES[c] for c in need if c in PACKAGES and not shutil.which(c)}
-    pkgs |= {p for h, p in HEADERS.items() if not has_header(h)}
+    pkgs = {p for t in wanted_tracers for p in tracers.get(t).missing().values()}
+    if not shutil.which("dtrace"):
+        pkgs.add("systemtap-sdt-dev")
+    pkgs |= {p for h, p in BUILD_HEADERS.items() if not has_header(h)}
     if subprocess.run(["/usr/bin/python3", "-c", "import matplotlib"],
                       stderr=subprocess.DEVNULL).returncode != 0:
         pkgs.add("python3-matplotlib")
@@ -648,18 +642,12 @@ def main(argv=None):
 
 def session_members(sid):
     """Pids of the live processes in session SID (zombies excluded)."""
-    pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                rest = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if rest[0] != "Z" and int(rest[3]) == sid:
-            pids.append(int(name))
-    return pids
+    members = []
+    for pid in pids():
+        st = proc_stat(pid)
+        if st and st[1][0] != "Z" and int(st[1][3]) == sid:
+            members.append(pid)
+    return members
 
 
 def explain(log):

@@ -4,14 +4,29 @@ import shutil
 import subprocess
 
 
+def proc_stat(pid):
+    """(comm, fields after comm) of /proc/PID/stat, or None if it is gone.
+    fields[0] is the state, [1] ppid, [2] pgrp, [3] session, [11] utime,
+    [12] stime (clock ticks)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+
+
+def pids():
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
 class TracerError(Exception):
     """A tracer could not attach, count or detach; the message says why."""
 
 
 class Tracer:
     name = "?"
-    packages = ()  # Debian packages that provide it
-    commands = ()  # programs it needs on PATH
+    needs = {}  # program it needs on PATH -> the Debian package providing it
 
     def available(self):
         return self.need_commands()
@@ -44,11 +59,13 @@ class Tracer:
         pass
 
     # Helpers for the back-ends.
-    def need_commands(self, *extra):
-        for c in tuple(self.commands) + extra:
-            if not shutil.which(c):
-                pkgs = " ".join(self.packages) or "?"
-                return f"{c} not found (Debian package: {pkgs})"
+    def missing(self):
+        """{program: package} of what it needs and this machine lacks."""
+        return {c: p for c, p in self.needs.items() if not shutil.which(c)}
+
+    def need_commands(self):
+        for c, p in self.missing().items():
+            return f"{c} not found (Debian package {p})"
         return None
 
     @staticmethod

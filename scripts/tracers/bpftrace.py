@@ -16,8 +16,7 @@ HANDLERS = {
 
 class Bpftrace(Tracer):
     name = "bpftrace"
-    packages = ("bpftrace",)
-    commands = ("bpftrace",)
+    needs = {"bpftrace": "bpftrace"}
 
     def available(self):
         return self.need_commands() or self.need_root()

@@ -17,7 +17,6 @@ from elfinfo import Elf
 
 class Ftrace(Tracer):
     name = "ftrace"
-    packages = ()
 
     def available(self):
         why = self.need_root()

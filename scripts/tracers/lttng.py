@@ -16,7 +16,7 @@ import signal
 import subprocess
 import time
 
-from .base import Tracer, TracerError
+from .base import Tracer, TracerError, pids, proc_stat
 
 CHANNEL = ["--subbuf-size", "1M", "--num-subbuf", "8"]
 
@@ -26,13 +26,11 @@ def consumerd_cpu_ns():
     move the tracepoints' buffers out of the traced process."""
     user = system = 0
     tick = 1e9 / os.sysconf("SC_CLK_TCK")
-    for pid in subprocess.run(["pgrep", "-x", "lttng-consumerd"], stdout=subprocess.PIPE,
-                              text=True).stdout.split():
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
+    for pid in pids():
+        st = proc_stat(pid)
+        if not st or st[0] != "lttng-consumerd":
             continue
+        fields = st[1]
         user += int(int(fields[11]) * tick)
         system += int(int(fields[12]) * tick)
     return user, system
@@ -45,8 +43,8 @@ def sessiond_pids():
 
 class Lttng(Tracer):
     name = "lttng"
-    packages = ("lttng-tools", "liblttng-ust-dev", "babeltrace2")
-    commands = ("lttng", "lttng-sessiond", "babeltrace2")
+    needs = {"lttng": "lttng-tools", "lttng-sessiond": "lttng-tools",
+             "babeltrace2": "babeltrace2"}
 
     def __init__(self):
         self.started = set()

@@ -19,8 +19,7 @@ BUILDID_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."
 
 class Perf(Tracer):
     name = "perf"
-    packages = ("linux-perf",)
-    commands = ("perf",)
+    needs = {"perf": "linux-perf"}
 
     def available(self):
         why = self.need_commands() or self.need_root()

@@ -31,7 +31,7 @@ import sys
 import time
 
 from . import tracefs
-from .base import Tracer, TracerError
+from .base import Tracer, TracerError, pids, proc_stat
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 STUB = os.path.join(ROOT, "build", "stap-kernel")
@@ -66,8 +66,7 @@ def can_raise_memlock():
 
 class Stap(Tracer):
     name = "stap"
-    packages = ("systemtap",)
-    commands = ("stap",)
+    needs = {"stap": "systemtap"}
 
     def __init__(self):
         self.runtime = None  # "module" or "bpf", once chosen
@@ -211,15 +210,10 @@ class Stap(Tracer):
         them behind when it crashes, so detach must know which are ours."""
         if self.runtime != "bpf":
             return True
-        for pid in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:]
-            if comm == "stapbpf" and int(rest.split()[2]) == pgid:
-                run.state["stapbpf_pid"] = int(pid)
+        for pid in pids():
+            st = proc_stat(pid)
+            if st and st[0] == "stapbpf" and int(st[1][2]) == pgid:
+                run.state["stapbpf_pid"] = pid
                 return True
         return False
 

@@ -9,8 +9,7 @@ from .base import Tracer, TracerError
 
 class Uftrace(Tracer):
     name = "uftrace"
-    packages = ("uftrace",)
-    commands = ("uftrace",)
+    needs = {"uftrace": "uftrace"}
 
     def wrap(self, run, cmd):
         d = run.state["uftrace_dir"] = run.scratch + "/uftrace.data"
