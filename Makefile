@@ -10,9 +10,9 @@ WARN    := -Wall -Wextra -Werror
 CPPFLAGS += -D_GNU_SOURCE -Isrc -Ibuild
 LDLIBS  += -pthread
 DTRACE  ?= dtrace
-# The report's plots need matplotlib: prefer an interpreter that has it
-# (Debian's /usr/bin/python3 with python3-matplotlib), else plain python3.
-PYTHON  ?= $(shell for p in python3 /usr/bin/python3; do $$p -c 'import matplotlib' 2>/dev/null && { command -v $$p; exit 0; }; done; echo python3)
+# The report finds an interpreter with matplotlib for its plots itself,
+# after `make run` has installed it, so any python3 will do here.
+PYTHON  ?= python3
 
 ifeq ($(V),1)
 Q :=
@@ -119,11 +119,12 @@ build/benchmark-ust: src/benchmark.c src/trace/ust.h src/ust_tp.h build/ust_prov
 # The runner takes each Make variable as the flag of the same meaning; they
 # reach it through the environment (Make exports command-line variables),
 # so no value is ever spliced into a shell command line.
-RUN_VARS := THREADS ITER RUNS CONFIGS QUICK NO_INSTALL STAP_RUNTIME MAX_RUN_S TIME_LIMIT
+RUN_VARS := THREADS ITER RUNS CONFIGS QUICK NO_INSTALL STAP_RUNTIME MAX_RUN_S MIN_RUN_S PIN SEED TIME_LIMIT
 RUN_FLAGS = $${THREADS:+--threads "$$THREADS"} $${ITER:+--iter "$$ITER"} \
 	$${RUNS:+--runs "$$RUNS"} $${CONFIGS:+--configs "$$CONFIGS"} \
 	$${QUICK:+--quick "$$QUICK"} $${NO_INSTALL:+--no-install "$$NO_INSTALL"} \
 	$${STAP_RUNTIME:+--stap-runtime "$$STAP_RUNTIME"} $${MAX_RUN_S:+--max-run-s "$$MAX_RUN_S"} \
+	$${MIN_RUN_S:+--min-run-s "$$MIN_RUN_S"} $${PIN:+--pin "$$PIN"} $${SEED:+--seed "$$SEED"} \
 	$${TIME_LIMIT:+--time-limit "$$TIME_LIMIT"}
 # Make expands a value such as THREADS='$$(x)' to nothing before the runner
 # sees it: refuse a variable that was given but expands to nothing.
@@ -146,7 +147,7 @@ clean:
 help:
 	@echo "make [all]        build every build whose dependencies are here (make list)"
 	@echo "make list         the builds;  make configs: the configurations"
-	@echo "make run          the matrix: THREADS=1..8 ITER=10000000 RUNS=3 CONFIGS='bpftrace-*' QUICK=1 MAX_RUN_S=2 TIME_LIMIT=600 NO_INSTALL=1 STAP_RUNTIME=module|bpf"
+	@echo "make run          the matrix: THREADS=1..8 ITER=10000000 RUNS=3 CONFIGS='bpftrace-*' QUICK=1 MAX_RUN_S=2 MIN_RUN_S=1 PIN=1 SEED=N TIME_LIMIT=600 NO_INSTALL=1 STAP_RUNTIME=module|bpf"
 	@echo "make report       the report of results/latest (RESULTS='results/A results/B' for several)"
 	@echo "make test         the test suite (TESTS=name to pick some)"
 	@echo "make clean        remove build/"

@@ -6,36 +6,42 @@
     make report RESULTS='results/A results/B'
 
 Reads each folder's runs.csv and meta.json (written by scripts/run.py).
-For every configuration and thread count: n runs; median, mean and min
-of the per-event time of each thread's loop; sd and coefficient of
-variation; the overhead per event against the baseline at the same
-thread count with a 95% interval (paired t over repetitions, which the
-runner interleaves; Welch's t where runs cannot be paired), "< bound"
-when the interval holds 0; the slowdown (x) with its interval; user and
-system CPU per event; the tracer's own CPU; the event check; scaling with
-threads.  Writes report.md, report.json and PNG plots into the folder
+For every configuration and thread count: n runs and how many failed; median, mean and min of the
+per-event time of each thread's loop; sd and coefficient of variation;
+the overhead per event against the baseline at the same thread count
+with a 95% interval (paired t over repetitions, which the runner
+interleaves; Welch's t where runs cannot be paired), "< upper limit"
+when the interval holds 0; the slowdown (x), the ratio of geometric
+means, with its interval from the same test on the logarithms; user and
+system CPU per event; the tracer's own CPU per event in steady state
+(from the warm-up and the runs, which make different numbers of calls)
+and its fixed start-up CPU; the event check; scaling with threads.  Writes report.md, report.json and PNG plots into the folder
 (one folder), or into results/compare-<names>/ (several), and prints the
-tables.  Plots need matplotlib (Debian's python3-matplotlib); without it
-the tables are complete and one line says how to get the plots.
+tables.  Plots need matplotlib (Debian's python3-matplotlib): an interpreter
+without it re-runs the report under one that has it (/usr/bin/python3 on
+Debian), and says so; with none, the tables are complete and one line
+says how to get the plots.
 Warm-up rows (rep 0) are kept in runs.csv but not counted here.
 """
 import csv
 import json
 import math
 import os
+import shutil
 import statistics
+import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import configs  # noqa: E402
+from record import COLUMNS, MEASURED, REQUIRED, split_ns as ints  # noqa: E402
 
 BASELINE = "baseline"
 NOISY_CV = 0.10  # a cell whose per-event times vary more than this is flagged
-REQUIRED = ["config", "threads", "iterations", "rep", "status", "thread_wall_ns"]
-KNOWN = {
-    "started", "config", "build", "tracer", "probe", "action", "threads", "iterations", "rep",
-    "status", "reason", "events_expected", "events_seen", "events_dropped", "wall_ns",
-    "thread_wall_ns", "thread_user_ns", "thread_sys_ns", "thread_cpu_ns", "process_user_ns",
-    "process_sys_ns", "tracer_user_ns", "tracer_sys_ns", "runtime", "note",
-}
-MEASURED = ("ok", "overwritten", "unverified", "mismatch")
+KNOWN = set(COLUMNS)
+# Set in the environment of a report re-run under another interpreter, so
+# it never re-runs twice.
+REEXEC = "KIT_REPORT_REEXEC"
 
 # The 2011 post (shared/seeds/003): 10M calls, one thread, stap -F.
 Y2011 = {"calls": 10_000_000, "bare_s": 0.27, "function_s": 51.82, "mark_s": 27.60,
@@ -58,10 +64,6 @@ def t95(df):
         return float("nan")
     best = max(k for k in T95 if k <= df) if df < 1000 else None
     return T95[best] if best else 1.960
-
-
-def ints(text):
-    return [int(x) for x in text.split(";") if x != ""] if text else []
 
 
 def num(text):
@@ -176,30 +178,50 @@ def cell_stats(rows):
 
 
 def overhead(cell, base):
-    """Overhead per event of cell against base, and the slowdown."""
+    """Overhead per event of cell against base, and the slowdown.  Both
+    come from one test: paired t over the repetitions both cells ran,
+    else Welch's t; the slowdown is exp of the same interval taken on
+    the logarithms of the per-repetition times (a ratio of geometric
+    means), so the baseline's own variance is in both."""
     common = sorted(set(cell["per_rep_ns"]) & set(base["per_rep_ns"]))
+    c, b = cell["per_rep_ns"], base["per_rep_ns"]
     if len(common) >= 2:
-        d = [cell["per_rep_ns"][k] - base["per_rep_ns"][k] for k in common]
-        m, lo, hi = mean_ci(d)
-        ratios = [cell["per_rep_ns"][k] / base["per_rep_ns"][k] for k in common]
-        x, xlo, xhi = mean_ci(ratios)
+        m, lo, hi = mean_ci([c[k] - b[k] for k in common])
+        x, xlo, xhi = mean_ci([math.log(c[k] / b[k]) for k in common])
         method = f"paired t over {len(common)} repetitions"
     else:
-        a, b = list(cell["per_rep_ns"].values()), list(base["per_rep_ns"].values())
-        m, lo, hi = welch_ci(a, b)
-        x = statistics.fmean(a) / statistics.fmean(b)
-        xlo = xhi = None
-        if lo is not None:
-            xlo, xhi = (statistics.fmean(b) + lo) / statistics.fmean(b), \
-                (statistics.fmean(b) + hi) / statistics.fmean(b)
+        a_, b_ = list(c.values()), list(b.values())
+        m, lo, hi = welch_ci(a_, b_)
+        x, xlo, xhi = welch_ci([math.log(v) for v in a_], [math.log(v) for v in b_])
         method = "Welch t (unpaired)" if lo is not None else "one run: no interval"
+    ex = lambda v: None if v is None else math.exp(v)  # noqa: E731
     return {
         "mean_ns": m, "lo_ns": lo, "hi_ns": hi, "method": method,
         "bounded": lo is not None and lo <= 0 <= hi,
         "median_ns": cell["median_ns"] - base["median_ns"],
         "min_ns": cell["min_ns"] - base["min_ns"],
-        "slowdown_x": x, "slowdown_lo": xlo, "slowdown_hi": xhi,
+        "slowdown_x": ex(x), "slowdown_lo": ex(xlo), "slowdown_hi": ex(xhi),
     }
+
+
+def tracer_steady(warmups, runs):
+    """The tracer's CPU per event in steady state and its fixed cost:
+    the slope and intercept of tracer CPU against events between the
+    warm-up (fewer calls) and the timed runs of one cell.  (None, None)
+    where they made the same number of calls or have no tracer CPU."""
+    def points(rows):
+        return [((num(r.get("tracer_user_ns")) or 0) + (num(r.get("tracer_sys_ns")) or 0),
+                 r["iterations"] * r["threads"]) for r in rows
+                if num(r.get("tracer_user_ns")) is not None]
+    w, t = points(warmups), points(runs)
+    if not w or not t:
+        return None, None
+    cw, ew = statistics.fmean(p[0] for p in w), statistics.fmean(p[1] for p in w)
+    ct, et = statistics.fmean(p[0] for p in t), statistics.fmean(p[1] for p in t)
+    if et == ew:
+        return None, None
+    slope = (ct - cw) / (et - ew)
+    return slope, cw - slope * ew
 
 
 def analyse(rows, meta):
@@ -212,39 +234,61 @@ def analyse(rows, meta):
         cells.setdefault(key, []).append(r)
     out, skipped, failed = [], [], []
     for (config, threads), rs in cells.items():
-        measured = [r for r in rs if r["status"] in MEASURED and (r["rep"] or 0) >= 1]
+        timed = [r for r in rs if (r["rep"] or 0) >= 1]
+        measured = [r for r in timed if r["status"] in MEASURED]
+        n_failed = sum(r["status"] == "failed" for r in timed)
         for r in rs:
             if r["status"] == "skipped":
                 skipped.append({"config": config, "threads": threads, "reason": r["reason"]})
             elif r["status"] == "failed":
                 failed.append({"config": config, "threads": threads, "rep": r["rep"],
                                "reason": r["reason"]})
-        if not measured:
+        if not timed:
             continue
         c = {"config": config, "threads": threads, "tracer": rs[0].get("tracer", ""),
              "runtime": next((r.get("runtime") for r in measured if r.get("runtime")), ""),
-             "iterations": sorted({r["iterations"] for r in measured})}
-        c.update(cell_stats(measured))
-        c["check"] = event_check(measured)
+             "iterations": sorted({r["iterations"] for r in measured}),
+             "n_timed": len(timed), "n_failed": n_failed,
+             "failed_reasons": sorted({r["reason"] for r in timed if r["status"] == "failed"})}
         c["flags"] = []
+        if n_failed:
+            c["flags"].append(f"{n_failed}/{len(timed)} runs failed"
+                              + (": no figure" if not measured else ""))
+        if not measured:
+            c.update(n_runs=0, overhead=None, check=None, scaling=None)
+            out.append(c)
+            continue
+        c.update(cell_stats(measured))
+        c["tracer_steady_ns"], fixed = tracer_steady(
+            [r for r in rs if r["rep"] == 0 and r["status"] in MEASURED], measured)
+        c["tracer_fixed_ms"] = None if fixed is None else fixed / 1e6
+        c["check"] = event_check(measured)
         if c["check"]["verdict"] == "MISMATCH":
             c["flags"].append("EVENT MISMATCH: overhead not trustworthy")
+        if c["check"]["verdict"] == "DROPPED":
+            c["flags"].append("EVENTS DROPPED: the tracer did not keep up")
         if c["cv"] > NOISY_CV and c["n_samples"] > 1:
             c["flags"].append(f"noisy (cv {c['cv']:.0%})")
         if threads > ncpu:
             c["flags"].append(f"time-sliced ({threads} threads > {ncpu} CPUs)")
-        if any(r["status"] == "failed" for r in rs if (r["rep"] or 0) >= 1):
-            c["flags"].append("some runs failed")
         out.append(c)
-    rank = {name: i for i, name in enumerate(order)}
+    rank = config_rank(order)
     out.sort(key=lambda c: (rank[c["config"]], c["threads"]))
-    base = {c["threads"]: c for c in out if c["config"] == BASELINE}
+    base = {c["threads"]: c for c in out if c["config"] == BASELINE and c["n_runs"]}
     for c in out:
         b = base.get(c["threads"])
-        c["overhead"] = overhead(c, b) if b and c["config"] != BASELINE else None
-    scaling(out, ncpu)
+        if c["n_runs"]:
+            c["overhead"] = overhead(c, b) if b and c["config"] != BASELINE else None
+    scaling([c for c in out if c["n_runs"]], ncpu)
     return {"cells": out, "skipped": dedup_skips(skipped), "failed": failed,
             "has_baseline": bool(base), "cpus": ncpu}
+
+
+def config_rank(seen):
+    """Configurations in the table's order (baselines first, each tracer's
+    rows together); names the table does not know follow, as first seen."""
+    known = [c.name for c in configs.CONFIGS]
+    return {n: i for i, n in enumerate(known + [n for n in seen if n not in known])}
 
 
 def dedup_skips(skipped):
@@ -265,6 +309,8 @@ def event_check(rows):
         verdict = "unverified" if "unverified" in statuses else "n/a"
     elif "mismatch" in statuses:
         verdict = "MISMATCH"
+    elif "dropped" in statuses:
+        verdict = "DROPPED"
     elif "overwritten" in statuses:
         verdict = "overwritten"
     else:
@@ -303,8 +349,8 @@ def f_overhead(o):
         return "-"
     if o["lo_ns"] is None:
         return f"{f_ns(o['mean_ns'])} (no CI)"
-    if o["bounded"]:
-        return f"< {f_ns(max(abs(o['lo_ns']), abs(o['hi_ns'])))}"
+    if o["bounded"]:  # the interval holds 0: say only how large it may be
+        return f"< {f_ns(o['hi_ns'])}"
     return f"{f_ns(o['mean_ns'])} [{f_ns(o['lo_ns'])}, {f_ns(o['hi_ns'])}]"
 
 
@@ -313,11 +359,13 @@ def f_x(o):
         return "-"
     x = f"{o['slowdown_x']:.2f}"
     if o["slowdown_lo"] is not None:
-        x += f" ±{(o['slowdown_hi'] - o['slowdown_lo']) / 2:.2f}"
+        x += f" [{o['slowdown_lo']:.2f}, {o['slowdown_hi']:.2f}]"
     return x
 
 
 def f_check(ch):
+    if ch is None:
+        return "-"
     v = ch["verdict"]
     if ch["expected"] is None:
         return v
@@ -334,31 +382,50 @@ def table(headers, rows):
                      + [line(r) for r in rows])
 
 
-OVERHEAD_HEAD = ["config", "threads", "runs", "median [ns/event]", "min [ns/event]",
+OVERHEAD_HEAD = ["config", "threads", "runs (failed)", "median [ns/event]", "min [ns/event]",
                  "overhead mean [ns/event] (95% CI)", "overhead median [ns/event]",
-                 "slowdown [x]", "user [ns/event]", "sys [ns/event]", "tracer CPU [ns/event]",
+                 "slowdown [x] (95% CI)", "user [ns/event]", "sys [ns/event]",
+                 "tracer CPU, steady [ns/event]", "tracer CPU, fixed [ms]",
                  "events seen/expected", "flags"]
+TRACER_CPU_NOTE = ("Tracer CPU is that of a tracer process the kit started (or LTTng's consumer "
+                   "daemons), less the target's own: *steady* is its slope against events "
+                   "between a cell's warm-up and its runs, which make different numbers of "
+                   "calls, so start-up is not in it; *fixed* is what is left at zero events "
+                   "(start-up, compiling, teardown).  `-` where both made the same number of "
+                   "calls (QUICK) or there is no tracer process.")
 
 
 def overhead_rows(a):
-    return [[c["config"], c["threads"], c["n_runs"], f_ns(c["median_ns"]), f_ns(c["min_ns"]),
-             f_overhead(c["overhead"]),
-             f_ns(c["overhead"]["median_ns"]) if c["overhead"] else "-", f_x(c["overhead"]),
-             f_ns(c["user_ns"]), f_ns(c["sys_ns"]), f_ns(c["tracer_cpu_ns"]),
-             f_check(c["check"]), "; ".join(c["flags"])] for c in a["cells"]]
+    rows = []
+    for c in a["cells"]:
+        runs = f"{c['n_runs']}" + (f" ({c['n_failed']}/{c['n_timed']} failed)"
+                                   if c["n_failed"] else "")
+        if not c["n_runs"]:
+            why = "; ".join(c["failed_reasons"])
+            rows.append([c["config"], c["threads"], runs] + ["-"] * 10 + [f"all failed: {why}"])
+            continue
+        rows.append([c["config"], c["threads"], runs, f_ns(c["median_ns"]), f_ns(c["min_ns"]),
+                     f_overhead(c["overhead"]),
+                     f_ns(c["overhead"]["median_ns"]) if c["overhead"] else "-",
+                     f_x(c["overhead"]), f_ns(c["user_ns"]), f_ns(c["sys_ns"]),
+                     f_ns(c["tracer_steady_ns"]),
+                     "-" if c["tracer_fixed_ms"] is None else f"{c['tracer_fixed_ms']:.3g}",
+                     f_check(c["check"]), "; ".join(c["flags"])])
+    return rows
 
 
 def scaling_rows(a):
     return [[c["config"], c["threads"],
              f"{c['scaling']['events_per_s'] / 1e6:.2f}" if c["scaling"]["events_per_s"] else "-",
              f"{c['scaling']['efficiency']:.0%}" if c["scaling"]["efficiency"] is not None
-             else "-", "yes" if c["scaling"]["time_sliced"] else ""] for c in a["cells"]]
+             else "-", "yes" if c["scaling"]["time_sliced"] else ""]
+            for c in a["cells"] if c["n_runs"]]
 
 
 def y2011(a):
     """The 2011 figures beside today's: as ratios to the baseline, and as
     overhead per event (ratios alone mislead: the bare call got 20x faster)."""
-    cells = {c["config"]: c for c in a["cells"] if c["threads"] == 1}
+    cells = {c["config"]: c for c in a["cells"] if c["threads"] == 1 and c["n_runs"]}
     base = cells.get(BASELINE)
     n = Y2011["calls"]
     rows = [["bare call (baseline)", f"{Y2011['bare_s']:.2f} s", "1.0x", "-",
@@ -425,7 +492,10 @@ def markdown(a, meta, warnings, folder):
     lines += ["", "## Overhead per event", "",
               "Per-event time is each thread's loop wall time / calls.  Overhead is against "
               "`baseline` at the same thread count, with a 95% interval; `< b` means the "
-              "interval holds 0 (no overhead shown above b ns).", ""]
+              "interval holds 0 and b is its upper limit (no overhead above b ns is "
+              "compatible with the runs).  Slowdown is the ratio of geometric means, with "
+              "its interval from the same test.  A run whose tracer lost events is "
+              "`dropped`, not ok.", "", TRACER_CPU_NOTE, ""]
     if not a["has_baseline"]:
         lines += ["**No baseline rows: overheads cannot be computed.**", ""]
     lines.append(table(OVERHEAD_HEAD, overhead_rows(a)))
@@ -454,59 +524,27 @@ def markdown(a, meta, warnings, folder):
 
 
 # -- plots ---------------------------------------------------------------------
+def short(reason, n=48):
+    return reason if len(reason) <= n else reason[:n - 1] + "…"
+
+
 def plots(a, folder):
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print(f"report: no plots: matplotlib cannot be imported by {sys.executable}; "
-              "install Debian's python3-matplotlib and use /usr/bin/python3 (make report does)",
-              file=sys.stderr)
+        print(f"report: no plots: matplotlib cannot be imported by {sys.executable}, nor by "
+              "/usr/bin/python3; install Debian's python3-matplotlib", file=sys.stderr)
         return []
     made = []
-    cells = [c for c in a["cells"] if c["overhead"]]
-    threads = sorted({c["threads"] for c in cells})
+    cells = [c for c in a["cells"] if c["config"] != BASELINE]
+    threads = sorted({c["threads"] for c in a["cells"]})
     if cells:
-        names = [c for c in dict.fromkeys(c["config"] for c in cells)]
-        fig, ax = plt.subplots(figsize=(10, 0.35 * len(names) + 1.5))
-        h = 0.8 / max(1, len(threads))
-        for j, t in enumerate(threads):
-            by = {c["config"]: c for c in cells if c["threads"] == t}
-            shown = [(i, by[n]["overhead"]) for i, n in enumerate(names) if n in by]
-            # An overhead whose interval holds 0 gets no bar, only its bound.
-            bars = [(i, o) for i, o in shown if not o["bounded"] and o["mean_ns"] > 0]
-            ax.barh([i + j * h for i, _ in bars], [o["mean_ns"] for _, o in bars], height=h,
-                    label=f"{t} thread(s)")
-            for i, o in shown:
-                if (i, o) not in bars:
-                    ax.text(0, i + j * h, f" {f_overhead(o)} ns", va="center", fontsize=7,
-                            transform=ax.get_yaxis_transform())
-        ax.set_yticks([i + h * (len(threads) - 1) / 2 for i in range(len(names))])
-        ax.set_yticklabels(names)
-        ax.invert_yaxis()
-        ax.set_xscale("log")
-        ax.set_xlabel("overhead per event [ns/event] (mean, log scale)")
-        ax.legend()
-        ax.set_title("Overhead per event by configuration")
-        fig.tight_layout()
-        made.append(save(fig, folder, "overhead_by_config.png"))
-        fig, ax = plt.subplots(figsize=(11, 6))
-        for n in names:
-            pts = sorted((c["threads"], c["overhead"]["mean_ns"]) for c in cells
-                         if c["config"] == n)
-            if len(pts) > 1 and all(y > 0 for _, y in pts):
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=n)
-        ax.set_yscale("log")
-        ax.set_xlabel("threads")
-        ax.set_ylabel("overhead per event [ns/event]")
-        ax.set_xticks(threads)
-        ax.set_title("Overhead per event against threads")
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
-        fig.tight_layout()
-        made.append(save(fig, folder, "overhead_vs_threads.png"))
-    one = [c for c in a["cells"] if c["threads"] == min(threads or [1]) and c["user_ns"]
-           is not None]
+        made.append(plot_by_config(plt, a, cells, threads, folder))
+        made.append(plot_vs_threads(plt, cells, threads, folder))
+    one = [c for c in a["cells"] if c["threads"] == min(threads or [1]) and c["n_runs"]
+           and c["user_ns"] is not None]
     if one:
         fig, ax = plt.subplots(figsize=(10, 0.35 * len(one) + 1.5))
         # Side by side, not stacked: a stack misleads on a log axis.
@@ -526,6 +564,87 @@ def plots(a, folder):
         fig.tight_layout()
         made.append(save(fig, folder, "user_sys_split.png"))
     return made
+
+
+def plot_by_config(plt, a, cells, threads, folder):
+    """One bar per configuration and thread count, in the table's order,
+    with its 95% interval; a cell with no bar says why in words."""
+    skipped = {s["config"]: s["reason"] for s in a["skipped"]}
+    names = list(dict.fromkeys([c["config"] for c in cells] + list(skipped)))
+    rank = config_rank(names)
+    names.sort(key=rank.get)
+    fig, ax = plt.subplots(figsize=(11, 0.4 * len(names) * max(1, len(threads)) ** 0.5 + 1.8))
+    h = 0.8 / max(1, len(threads))
+    for j, t in enumerate(threads):
+        by = {c["config"]: c for c in cells if c["threads"] == t}
+        bars, texts = [], []
+        for i, n in enumerate(names):
+            y, c = i + j * h, by.get(n)
+            if c is None:
+                if n in skipped and j == 0:
+                    texts.append((y, f" skipped: {short(skipped[n])}"))
+                continue
+            o = c.get("overhead")
+            if not c["n_runs"]:
+                texts.append((y, f" {t} thr: all {c['n_timed']} runs failed: "
+                                 f"{short('; '.join(c['failed_reasons']))}"))
+            elif o and not o["bounded"] and o["mean_ns"] > 0:
+                bars.append((y, o))
+            elif o:
+                texts.append((y, f" {t} thr: {f_overhead(o)} ns"))
+        if bars:
+            means = [o["mean_ns"] for _, o in bars]
+            # Whiskers: the 95% interval, its lower end kept on the log axis.
+            lo = [m - max(o["lo_ns"], m * 1e-3) if o["lo_ns"] is not None else 0
+                  for m, (_, o) in zip(means, bars)]
+            hi = [o["hi_ns"] - m if o["hi_ns"] is not None else 0
+                  for m, (_, o) in zip(means, bars)]
+            ax.barh([y for y, _ in bars], means, height=h, xerr=[lo, hi], capsize=2,
+                    label=f"{t} thread(s)", color=f"C{j}")
+        for y, text in texts:
+            ax.text(0, y, text, va="center", fontsize=7, color="0.3",
+                    transform=ax.get_yaxis_transform())
+    ax.set_yticks([i + h * (len(threads) - 1) / 2 for i in range(len(names))])
+    ax.set_yticklabels(names)
+    ax.set_ylim(len(names) - 0.1, -0.5)  # top to bottom, room for the first row's words
+    ax.set_xscale("log")
+    ax.set_xlabel("overhead per event [ns/event] (mean, 95% interval; log scale)")
+    ax.legend(loc="lower right")
+    ax.set_title("Overhead per event by configuration (table order, baselines first)")
+    fig.tight_layout()
+    return save(fig, folder, "overhead_by_config.png")
+
+
+def plot_vs_threads(plt, cells, threads, folder):
+    """One small panel per tracer, a line per configuration labelled at
+    its end, so no configuration is found by its colour alone."""
+    tracers = list(dict.fromkeys(c["tracer"] or "?" for c in cells))
+    cols = min(3, len(tracers))
+    rows_n = (len(tracers) + cols - 1) // cols
+    fig, axes = plt.subplots(rows_n, cols, figsize=(4.2 * cols, 3.2 * rows_n), squeeze=False)
+    for k, tr in enumerate(tracers):
+        ax = axes[k // cols][k % cols]
+        for i, n in enumerate(dict.fromkeys(c["config"] for c in cells if c["tracer"] == tr)):
+            pts = sorted((c["threads"], c["overhead"]["mean_ns"]) for c in cells
+                         if c["config"] == n and c.get("overhead")
+                         and c["overhead"]["mean_ns"] > 0)
+            if not pts:
+                continue
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=f"C{i}")
+            ax.annotate(n, pts[-1], textcoords="offset points", xytext=(4, 0), fontsize=7,
+                        va="center", color=f"C{i}")
+        ax.set_title(tr, fontsize=9)
+        ax.set_yscale("log")
+        ax.set_xticks(threads)
+        ax.set_xlim(min(threads) - 0.3, max(threads) + 0.3 + 0.6 * len(threads))
+        ax.set_xlabel("threads", fontsize=8)
+        ax.set_ylabel("overhead [ns/event]", fontsize=8)
+        ax.tick_params(which="both", labelsize=7)
+    for k in range(len(tracers), rows_n * cols):
+        axes[k // cols][k % cols].axis("off")
+    fig.suptitle("Overhead per event against threads, by tracer (log scale)")
+    fig.tight_layout()
+    return save(fig, folder, "overhead_vs_threads.png")
 
 
 def save(fig, folder, name):
@@ -550,8 +669,8 @@ def compare(results):
         vals = []
         for _, a in results:
             c = next((c for c in a["cells"] if (c["config"], c["threads"]) == k), None)
-            vals.append(c["overhead"]["mean_ns"] if c and c["overhead"] else
-                        c["median_ns"] if c and k[0] == BASELINE else None)
+            vals.append(c["overhead"]["mean_ns"] if c and c.get("overhead") else
+                        c.get("median_ns") if c and k[0] == BASELINE else None)
         row = [k[0], k[1]] + [f_ns(v) for v in vals]
         for v in vals[1:]:
             row.append(f"{v / vals[0]:.2f}" if v is not None and vals[0] else "-")
@@ -565,7 +684,38 @@ def to_json(a, meta, warnings):
     return {"environment": meta, "warnings": warnings, **a}
 
 
+def has_matplotlib(python):
+    return subprocess.run([python, "-c", "import matplotlib"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode == 0
+
+
+def plotting_python():
+    """An interpreter that can draw the plots: this one, else Debian's
+    /usr/bin/python3 or the python3 on PATH; None if none can."""
+    if _can_import_matplotlib():
+        return sys.executable
+    for py in ("/usr/bin/python3", shutil.which("python3")):
+        if py and os.path.realpath(py) != os.path.realpath(sys.executable) and has_matplotlib(py):
+            return py
+    return None
+
+
+def _can_import_matplotlib():
+    try:
+        import matplotlib  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
 def main(argv):
+    if not os.environ.get(REEXEC) and not _can_import_matplotlib():
+        py = plotting_python()
+        if py:
+            print(f"report: {sys.executable} has no matplotlib; running it under {py}, "
+                  "which has matplotlib", file=sys.stderr, flush=True)
+            os.execve(py, [py, os.path.abspath(__file__), *argv],
+                      dict(os.environ, **{REEXEC: "1"}))
     folders = argv or [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                     "results", "latest")]
     results, status = [], 0
@@ -601,7 +751,7 @@ def main(argv):
         for s in a["skipped"]:
             print(f"skipped {s['config']}: {s['reason']}")
         print(f"\nreport: wrote {os.path.join(folder, 'report.md')}, report.json"
-              + (f" and {len(made)} plots" if made else ""))
+              + (f" and {len(made)} plots (drawn by {sys.executable})" if made else ""))
     if len(results) > 1:
         head, rows = compare(results)
         out = os.path.join(os.path.dirname(os.path.normpath(results[0][0])), "compare-" + "-".join(

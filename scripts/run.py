@@ -36,6 +36,7 @@ sys.path.insert(0, HERE)
 
 import configs  # noqa: E402
 import elfinfo  # noqa: E402
+import record  # noqa: E402
 import tracers  # noqa: E402
 from tracers import tracefs  # noqa: E402
 from tracers.base import TracerError, pids, proc_stat  # noqa: E402
@@ -43,13 +44,10 @@ from tracers.base import TracerError, pids, proc_stat  # noqa: E402
 MAX_THREADS = 1024  # as in src/benchmark.c
 MAX_ITER = 10 ** 12
 WARMUP_ITER = 20000  # per thread, for the warm-up that also calibrates
-
-COLUMNS = [
-    "started", "config", "build", "tracer", "probe", "action", "threads", "iterations", "rep",
-    "status", "reason", "events_expected", "events_seen", "events_dropped", "wall_ns",
-    "thread_wall_ns", "thread_user_ns", "thread_sys_ns", "thread_cpu_ns", "process_user_ns",
-    "process_sys_ns", "tracer_user_ns", "tracer_sys_ns", "runtime", "note",
-]
+FLOOR_ITER = WARMUP_ITER  # the fewest calls a sized run makes
+DEFAULT_TIME_LIMIT = 600  # s, for a run whose cell has no warm-up estimate
+TIME_LIMIT_MARGIN = 120  # s added to 10x the warm-up estimate: tracer start and end
+POLL_S = 0.01  # the wait loop's sleep while a run is going
 
 # What the builds need (the tracers say what they need themselves).
 BUILD_HEADERS = {"sys/sdt.h": "systemtap-sdt-dev", "lttng/tracepoint.h": "liblttng-ust-dev"}
@@ -157,6 +155,15 @@ def parse_args(argv):
                    default=2.0, metavar="MAX_RUN_S",
                    help="cap a traced run's iterations so it takes about this long "
                         "(default 2; 0 runs ITER everywhere)")
+    p.add_argument("--min-run-s", type=parse_seconds_named("MIN_RUN_S", 0, 3600, " (0: ITER)"),
+                   default=1.0, metavar="MIN_RUN_S",
+                   help="an untraced cell's calls are raised so one run lasts at least this "
+                        "long (default 1; 0 runs ITER)")
+    p.add_argument("--pin", type=flag01("PIN"), default=False, metavar="0|1",
+                   help="pin thread k to the k-th allowed CPU (the target's --pin)")
+    p.add_argument("--seed", type=int_in("SEED", 0, 2 ** 32 - 1), metavar="SEED",
+                   help="seed of the interleaving shuffle (default: new each run; "
+                        "meta.json records it)")
     p.add_argument("--time-limit", type=parse_seconds_named("TIME_LIMIT", 1, 86400),
                    metavar="TIME_LIMIT",
                    help="seconds before a run counts as hung and is killed (default: "
@@ -166,12 +173,14 @@ def parse_args(argv):
     p.add_argument("--no-report", action="store_true", help="do not run scripts/report.py")
     p.add_argument("--list", action="store_true", help="print the configurations and exit")
     a = p.parse_args(argv)
-    ncpu = os.cpu_count() or 1
+    ncpu = cpus()
     if a.quick:
         a.iter = a.iter or 100000
         a.runs = a.runs or 1
         a.threads = a.threads or list(range(1, min(2, ncpu) + 1))
-        a.max_run_s = 0
+        a.max_run_s = a.min_run_s = 0
+    if a.seed is None:
+        a.seed = random.SystemRandom().randrange(2 ** 32)
     a.iter = a.iter or 10000000
     a.runs = a.runs or 3
     a.threads = a.threads or list(range(1, ncpu + 1))
@@ -180,6 +189,11 @@ def parse_args(argv):
 
 
 # -- the machine ---------------------------------------------------------------
+def cpus():
+    """CPUs this process may run on (its affinity mask, not the machine's)."""
+    return len(os.sched_getaffinity(0))
+
+
 def say(msg):
     print(msg, file=sys.stderr, flush=True)
 
@@ -256,13 +270,15 @@ def environment(args, builds):
         if os.path.exists(path):
             sites[b] = elfinfo.summary(os.path.relpath(path, ROOT))
     return {
-        "host": platform.node(), "cpu_model": cpu, "cpus": os.cpu_count(),
+        "host": platform.node(), "cpu_model": cpu, "cpus": cpus(),
+        "cpus_online": os.cpu_count(), "format_version": record.FORMAT_VERSION,
         "kernel": platform.release(), "machine": platform.machine(),
         "clocksource": read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
         "tools": tools, "probe_sites": sites,
         "inputs": {"threads": args.threads, "iter": args.iter, "runs": args.runs,
                    "configs": [c.name for c in args.configs], "quick": args.quick,
-                   "max_run_s": args.max_run_s, "stap_runtime": args.stap_runtime or "auto"},
+                   "max_run_s": args.max_run_s, "min_run_s": args.min_run_s, "pin": args.pin,
+                   "seed": args.seed, "stap_runtime": args.stap_runtime or "auto"},
         "root": os.geteuid() == 0,
     }
 
@@ -273,6 +289,7 @@ class Run:
 
     def __init__(self, kit, cfg, threads, iterations, rep):
         self.cfg, self.threads, self.iterations, self.rep = cfg, threads, iterations, rep
+        self.pin = kit.args.pin
         self.build = os.path.join(ROOT, "build", f"benchmark-{cfg.build}")
         kit.serial += 1
         self.tag = f"kit{kit.id}_{kit.serial}"
@@ -285,7 +302,7 @@ class Run:
 
     def target(self):
         return [self.build, "--threads", str(self.threads), "--iterations",
-                str(self.iterations), "--quiet"]
+                str(self.iterations), "--quiet", *(["--pin"] if self.pin else [])]
 
 
 class Kit:
@@ -322,7 +339,7 @@ class Kit:
         self.scratch = tempfile.mkdtemp(prefix="kit-scratch-", dir=os.path.join(ROOT, "build"))
         self.log = os.path.join(d, "logs", "kit.log")
         self.csv_file = open(os.path.join(d, "runs.csv"), "w", newline="")
-        self.csv = csv.DictWriter(self.csv_file, COLUMNS)
+        self.csv = csv.DictWriter(self.csv_file, record.COLUMNS)
         self.csv.writeheader()
         self.csv_file.flush()
         latest = os.path.join(self.args.results, "latest")
@@ -347,14 +364,14 @@ class Kit:
         self.csv_file.flush()
         os.fsync(self.csv_file.fileno())
 
-    def run_one(self, cfg, threads, iterations, rep):
+    def run_one(self, cfg, threads, iterations, rep, sized_by=""):
         """Runs the target once under cfg; writes and returns its row."""
         tracer = tracers.get(cfg.tracer)
         run = Run(self, cfg, threads, iterations, rep)
         base = dict(config=cfg.name, build=cfg.build, tracer=cfg.tracer, probe=cfg.probe,
-                    action=cfg.action, threads=threads, iterations=iterations, rep=rep)
-        expected = None if cfg.tracer == "none" else \
-            {"all": threads * iterations, "none": 0}.get(cfg.expect)
+                    action=cfg.action, threads=threads, iterations=iterations, rep=rep,
+                    sized_by=sized_by, pinned=int(run.pin))
+        expected = record.expected_events(cfg.tracer, cfg.expect, threads, iterations)
         row = dict(base, events_expected=expected, status="failed")
         t0 = time.monotonic()
         try:
@@ -365,22 +382,26 @@ class Kit:
                 rec, rusage, why = self.execute(tracer, run, cmd)
                 if why:
                     raise TracerError(why)
-                seen, dropped, note = tracer.events(run)
+                ev = tracer.events(run)
             finally:
                 self.kill_child()
                 tracer.detach(run)  # if this raises, cleanup() tries again
                 self.attached.remove((tracer, run))
             row.update(self.record_fields(rec))
-            if "tracer_cpu_ns" in run.state:  # a daemon's CPU, read by the back-end
-                row["tracer_user_ns"], row["tracer_sys_ns"] = run.state["tracer_cpu_ns"]
+            if ev.tracer_cpu_ns:  # a daemon's CPU, read by the back-end
+                row["tracer_user_ns"], row["tracer_sys_ns"] = ev.tracer_cpu_ns
             elif rusage and cmd[0] != run.build:
                 # The tracer's process and its children, less the target.
                 row["tracer_user_ns"] = max(0, int(rusage.ru_utime * 1e9) - rec["process_user_ns"])
                 row["tracer_sys_ns"] = max(0, int(rusage.ru_stime * 1e9) - rec["process_sys_ns"])
-            row.update(events_seen=seen, events_dropped=dropped, note=note,
-                       runtime=run.state.get("stap_runtime", ""))
-            row["status"], row["reason"] = self.verdict(cfg, expected, seen, rec, threads,
-                                                        iterations)
+            row.update(events_seen=ev.seen, events_dropped=ev.dropped, note=ev.note,
+                       runtime=ev.runtime)
+            calls = sum(t["calls"] for t in rec["per_thread"])
+            if calls != threads * iterations:  # the target's own sanity check
+                row["reason"] = f"the target made {calls} calls, not {threads * iterations}"
+            else:
+                row["status"], row["reason"] = record.verdict(cfg.tracer, expected, ev,
+                                                              cfg.overwrite)
         except TracerError as e:
             row["reason"] = str(e)
         except OSError as e:
@@ -399,30 +420,13 @@ class Kit:
         return row
 
     @staticmethod
-    def verdict(cfg, expected, seen, rec, threads, iterations):
-        calls = sum(t["calls"] for t in rec["per_thread"])
-        if calls != threads * iterations:
-            return "failed", f"the target made {calls} calls, not {threads * iterations}"
-        if expected is None:
-            if cfg.tracer == "none":
-                return "ok", ""
-            return "unverified", "this configuration cannot count its events"
-        if seen == expected:
-            return "ok", ""
-        if cfg.overwrite and seen is not None and seen < expected:
-            return "overwritten", f"flight recorder kept {seen} of {expected} events"
-        return "mismatch", f"the tracer saw {seen} events, expected {expected}"
-
-    @staticmethod
     def record_fields(rec):
         pt = rec["per_thread"]
-        return {"wall_ns": rec["wall_ns"],
-                "thread_wall_ns": ";".join(str(t["wall_ns"]) for t in pt),
-                "thread_user_ns": ";".join(str(t["user_ns"]) for t in pt),
-                "thread_sys_ns": ";".join(str(t["sys_ns"]) for t in pt),
-                "thread_cpu_ns": ";".join(str(t["cpu_ns"]) for t in pt),
-                "process_user_ns": rec["process_user_ns"],
-                "process_sys_ns": rec["process_sys_ns"]}
+        fields = {f"thread_{k}": record.join_ns(t[k] for t in pt)
+                  for k in ("wall_ns", "user_ns", "sys_ns", "cpu_ns")}
+        fields.update((k, rec[k]) for k in ("wall_ns", "process_user_ns", "process_sys_ns"))
+        fields["_max_thread_wall_ns"] = max(t["wall_ns"] for t in pt)
+        return fields
 
     def execute(self, tracer, run, cmd):
         """Starts CMD in its own process group and waits, up to the time
@@ -438,17 +442,19 @@ class Kit:
         deadline = time.monotonic() + limit
         status = rusage = None
         watching = True
+        # One loop, one sleep a turn: the runner must not compete for a CPU
+        # with the run it measures, and the time limit holds in every state.
         while status is None:
             pid, st, ru = os.wait4(self.child.pid, os.WNOHANG)
             if pid:
                 status, rusage = st, ru
-            elif watching:
+                break
+            if watching:
                 watching = not tracer.watch(run, self.child.pid)
-            elif time.monotonic() > deadline:
+            if time.monotonic() > deadline:
                 self.kill_child()
                 return None, None, f"{os.path.basename(cmd[0])} hung: killed after {limit:.0f} s"
-            else:
-                time.sleep(0.05)
+            time.sleep(POLL_S)
         self.child.returncode = os.waitstatus_to_exitcode(status)
         self.kill_child()  # whatever the tracer left of the group (a stray target)
         name = os.path.basename(cmd[0])
@@ -497,8 +503,8 @@ class Kit:
             return self.args.time_limit
         est = self.estimate.get((run.cfg.name, run.threads))
         if est is None:
-            return 600
-        return 120 + 10 * est * run.iterations / max(1, self.calib_iter)
+            return DEFAULT_TIME_LIMIT
+        return TIME_LIMIT_MARGIN + 10 * est * run.iterations / max(1, self.calib_iter)
 
     def cleanup(self):
         self.kill_child()
@@ -520,19 +526,30 @@ class Kit:
 
 
 # -- the matrix ----------------------------------------------------------------
-def cap_iterations(args, ns_per_call):
-    """Fewer calls for a slow (traced) cell, so one run takes ~MAX_RUN_S."""
-    if not args.max_run_s or ns_per_call <= 0:
-        return args.iter
-    n = args.max_run_s * 1e9 / ns_per_call
-    if n >= args.iter:
-        return args.iter
-    # Round down to 1, 2 or 5 times a power of ten, at least WARMUP_ITER.
-    p = 10 ** (len(str(int(n))) - 1)
-    for m in (5, 2, 1):
-        if m * p <= n:
-            return max(min(args.iter, WARMUP_ITER), m * p)
-    return max(min(args.iter, WARMUP_ITER), p)
+def round125(n, up):
+    """N rounded down (or up) to 1, 2 or 5 times a power of ten."""
+    steps = [m * 10 ** e for e in range(0, 14) for m in (1, 2, 5)]
+    if up:
+        return next((s for s in steps if s >= n), steps[-1])
+    return max([s for s in steps if s <= n] or [1])
+
+
+def size_iterations(args, ns_per_call, traced):
+    """(calls per thread, how) for a cell whose warm-up took NS_PER_CALL:
+    a slow (traced) cell gets fewer calls so one run takes ~MAX_RUN_S
+    (never below FLOOR_ITER); a fast untraced one gets more, so one run
+    takes at least MIN_RUN_S and the VM's jitter is averaged out."""
+    if traced and args.max_run_s and ns_per_call > 0:
+        n = args.max_run_s * 1e9 / ns_per_call
+        if n < args.iter:
+            return (max(min(args.iter, FLOOR_ITER), round125(n, up=False)),
+                    f"cut to ~MAX_RUN_S={args.max_run_s:g} s by the warm-up")
+    if not traced and args.min_run_s and ns_per_call > 0:
+        n = args.min_run_s * 1e9 / ns_per_call
+        if n > args.iter:
+            return (min(MAX_ITER, round125(n, up=True)),
+                    f"raised to MIN_RUN_S={args.min_run_s:g} s by the warm-up")
+    return args.iter, "ITER"
 
 
 def fmt_s(s):
@@ -573,7 +590,8 @@ def prepare(args, wanted):
 
 def measure(kit, args, wanted, skip):
     kit.make_dir()
-    say(f"run: results in {os.path.relpath(kit.dir, ROOT)}")
+    say(f"run: results in {os.path.relpath(kit.dir, ROOT)}; interleaving seed {args.seed} "
+        "(SEED= replays the order)")
     stap = tracers.get("stap")
     kit.meta = {"started": datetime.datetime.now(datetime.timezone.utc).isoformat(
         timespec="seconds"), "skipped": skip}
@@ -666,29 +684,43 @@ def write_json(path, obj):
     os.replace(tmp, path)
 
 
+def warm_up(kit, args, c, n, label):
+    """Rep 0 of a cell, which also times it to size its runs: (calls per
+    thread, how they were chosen).  A failed warm-up is tried once more;
+    if that fails too, a traced cell falls back to the fewest calls
+    (FLOOR_ITER, so a slow tracer cannot take minutes a run) and an
+    untraced one to ITER."""
+    traced = c.tracer != "none"
+    for attempt in ("warm-up", "warm-up retry"):
+        say(f"[{attempt} {label}] {c.name} threads={n}")
+        row = kit.run_one(c, n, kit.calib_iter, 0, sized_by=attempt)
+        if row["status"] in record.MEASURED:
+            it, how = size_iterations(args, row["_max_thread_wall_ns"] / kit.calib_iter, traced)
+            kit.estimate[(c.name, n)] = row["_elapsed"]
+            return it, how + (" (retried: the first warm-up failed)"
+                              if attempt != "warm-up" else "")
+    if traced:
+        return min(args.iter, FLOOR_ITER), f"fallback: both warm-ups failed ({row['reason']})"
+    return args.iter, f"ITER: both warm-ups failed ({row['reason']})"
+
+
 def matrix(kit, args, runnable):
     cells = [(c, n) for c in runnable for n in args.threads]
-    iters = {}
-    # Warm-up (rep 0), which also times each cell to size its runs.
+    sizing = {}
     if not args.quick:
         kit.calib_iter = min(args.iter, WARMUP_ITER)
         for i, (c, n) in enumerate(cells):
-            say(f"[warm-up {i + 1}/{len(cells)}] {c.name} threads={n}")
-            row = kit.run_one(c, n, kit.calib_iter, 0)
-            if row["status"] in ("ok", "overwritten", "unverified", "mismatch"):
-                per_call = max(int(x) for x in row["thread_wall_ns"].split(";")) / kit.calib_iter
-                iters[(c.name, n)] = cap_iterations(args, per_call) if c.tracer != "none" \
-                    else args.iter
-                kit.estimate[(c.name, n)] = row["_elapsed"]
+            sizing[(c.name, n)] = warm_up(kit, args, c, n, f"{i + 1}/{len(cells)}")
     total = len(cells) * args.runs
     done, spent = 0, 0.0
+    shuffle = random.Random(args.seed)  # interleaved: drift hits all cells alike
     for rep in range(1, args.runs + 1):
         order = list(cells)
-        random.Random(rep).shuffle(order)  # interleaved: drift hits all cells alike
+        shuffle.shuffle(order)
         for c, n in order:
-            it = iters.get((c.name, n), args.iter)
+            it, how = sizing.get((c.name, n), (args.iter, "ITER"))
             t0 = time.monotonic()
-            row = kit.run_one(c, n, it, rep)
+            row = kit.run_one(c, n, it, rep, sized_by=how)
             spent += time.monotonic() - t0
             done += 1
             eta = spent / done * (total - done)

@@ -1,6 +1,7 @@
 """The report (scripts/report.py): golden output on small fixture results
 folders (tests/fixtures/report/), statistics against values computed by
 hand, and clear errors for bad input."""
+import csv
 import json
 import math
 import os
@@ -52,6 +53,11 @@ class Golden(unittest.TestCase):
             self.assertNotIn("Traceback", r.stderr)
 
     def test_plots_or_one_line(self):
+        """Whichever interpreter the user types, the plots are drawn if any
+        interpreter here has matplotlib (the report re-runs itself under
+        it, and says so); only where none has it, one line says why."""
+        any_has = any(run([py, "-c", "import matplotlib"]).returncode == 0
+                      for py in ("/usr/bin/python3", "python3"))
         with tempfile.TemporaryDirectory() as tmp:
             d = fixture("basic", tmp)
             for py in ("/usr/bin/python3", "python3"):
@@ -59,12 +65,15 @@ class Golden(unittest.TestCase):
                 self.assertEqual(r.returncode, 0, r.stderr)
                 has = run([py, "-c", "import matplotlib"]).returncode == 0
                 pngs = [f for f in os.listdir(d) if f.endswith(".png")]
-                if has:
+                if any_has:
                     self.assertEqual(sorted(pngs), ["overhead_by_config.png",
                                                     "overhead_vs_threads.png",
                                                     "user_sys_split.png"])
                     with open(os.path.join(d, pngs[0]), "rb") as f:
                         self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+                    self.assertIn("plots (drawn by ", r.stdout)
+                    if not has:
+                        self.assertIn("has no matplotlib; running it under", r.stderr)
                 else:
                     self.assertIn("no plots: matplotlib cannot be imported", r.stderr)
                 for p in pngs:
@@ -100,22 +109,56 @@ class ByHand(unittest.TestCase):
         self.assertFalse(o["bounded"])
         self.assertAlmostEqual(o["median_ns"], 5.2 - 1.1)
         self.assertAlmostEqual(o["min_ns"], 5.0 - 1.0)
-        # Slowdown: 5/1, 5.2/1.1, 5.6/1.2.
-        self.assertAlmostEqual(o["slowdown_x"], (5 + 5.2 / 1.1 + 5.6 / 1.2) / 3)
+        # Slowdown: the geometric mean of 5/1, 5.2/1.1, 5.6/1.2, with the
+        # paired t interval of their logarithms:  logs 1.609438, 1.553348,
+        # 1.540445; mean 1.567744, sd 0.036710, half-width 4.303 x 0.036710
+        # / sqrt(3) = 0.091201: exp -> 4.7958 [4.3778, 5.2537].
+        self.assertAlmostEqual(o["slowdown_x"], 4.7958, places=3)
+        self.assertAlmostEqual(o["slowdown_lo"], 4.3778, places=3)
+        self.assertAlmostEqual(o["slowdown_hi"], 5.2537, places=3)
         self.assertIn("paired", o["method"])
+
+    def test_welch_slowdown_has_both_variances(self):
+        """Unpaired: the same Welch test gives the overhead and, on the
+        logarithms, the slowdown; the baseline's spread widens it."""
+        base = {"per_rep_ns": {1: 1.0, 2: 1.2}, "median_ns": 1.1, "min_ns": 1.0}
+        cell = {"per_rep_ns": {3: 4.0, 4: 4.4, 5: 4.2}, "median_ns": 4.2, "min_ns": 4.0}
+        o = report.overhead(cell, base)
+        self.assertIn("Welch", o["method"])
+        # Means 4.2 and 1.1: 3.1.  Variances/n: 0.04/3 and 0.02/2; se
+        # 0.152753; df 0.023333^2 / (0.013333^2/2 + 0.01^2/1) = 2.88 -> t(2) 4.303.
+        self.assertAlmostEqual(o["mean_ns"], 3.1)
+        self.assertAlmostEqual(o["hi_ns"] - 3.1, 4.303 * 0.1527525, places=5)
+        # Logs: mean(ln 4, ln 4.4, ln 4.2) - mean(ln 1, ln 1.2) = 1.434328 - 0.091161.
+        self.assertAlmostEqual(o["slowdown_x"], math.exp(1.434328 - 0.091161), places=4)
+        self.assertLess(o["slowdown_lo"], o["slowdown_x"])
+        narrow = dict(base, per_rep_ns={1: 1.1, 2: 1.1})
+        n = report.overhead(cell, narrow)
+        self.assertLess(n["slowdown_hi"] - n["slowdown_lo"], o["slowdown_hi"] - o["slowdown_lo"])
 
     def test_interval_holding_zero_is_a_bound(self):
         # idle 1.05 1.05 1.25 against 1.0 1.1 1.2: differences .05 -.05 .05.
+        # Mean 0.016667, sd 0.057735, half-width 4.303 x 0.057735 / sqrt(3)
+        # = 0.143433: [-0.1268, 0.1601]; the bound printed is the upper limit.
         o = self.c[("idle-sdt", 1)]["overhead"]
         self.assertTrue(o["bounded"])
         self.assertAlmostEqual(o["mean_ns"], 0.05 / 3)
-        self.assertTrue(report.f_overhead(o).startswith("< "))
+        self.assertAlmostEqual(o["hi_ns"], 0.05 / 3 + 0.143433, places=5)
+        self.assertEqual(report.f_overhead(o), "< 0.16")
+        o = dict(o, lo_ns=-0.9, hi_ns=0.2)  # a wide lower side must not be printed
+        self.assertEqual(report.f_overhead(o), "< 0.20")
 
     def test_user_sys_and_tracer_cpu(self):
         b = self.c[("bpftrace-sdt-count", 1)]
         # user = wall // 2: 1500 1550 1600 ns over 1000 events.
         self.assertAlmostEqual(b["user_ns"], 1.55)
         self.assertAlmostEqual(b["tracer_cpu_ns"], 2.0)
+        # Steady state: 2000 ns for 1000 events in the runs, 1100 ns for
+        # 100 in the warm-up: (2000 - 1100) / 900 = 1.0 ns/event, and
+        # 1100 - 100 x 1.0 = 1000 ns = 0.001 ms fixed.
+        self.assertAlmostEqual(b["tracer_steady_ns"], 1.0)
+        self.assertAlmostEqual(b["tracer_fixed_ms"], 0.001)
+        self.assertIsNone(self.c[("ftrace-sdt", 1)]["tracer_steady_ns"])
 
     def test_event_check(self):
         self.assertEqual(self.c[("ftrace-sdt", 1)]["check"],
@@ -124,6 +167,27 @@ class ByHand(unittest.TestCase):
         self.assertEqual(m["check"]["verdict"], "MISMATCH")
         self.assertIn("EVENT MISMATCH: overhead not trustworthy", m["flags"])
         self.assertEqual(self.c[("lttng-flight", 1)]["check"]["verdict"], "overwritten")
+        d = self.c[("perf-record-sdt", 1)]
+        self.assertEqual(d["check"]["verdict"], "DROPPED")
+        self.assertIn("EVENTS DROPPED: the tracer did not keep up", d["flags"])
+
+    def test_failures_counted_per_cell(self):
+        f = self.c[("ftrace-sdt", 1)]
+        self.assertEqual((f["n_runs"], f["n_failed"], f["n_timed"]), (3, 1, 4))
+        self.assertIn("1/4 runs failed", f["flags"])
+        s = self.c[("stap-mark", 2)]  # every run failed: still a row, saying why
+        self.assertEqual((s["n_runs"], s["n_failed"]), (0, 3))
+        row = [r for r in report.overhead_rows(self.a) if r[:2] == ["stap-mark", 2]][0]
+        self.assertEqual(row[2], "0 (3/3 failed)")
+        self.assertIn("all failed: stap exited with status 1: stapbpf exited with signal: 6",
+                      row[-1])
+
+    def test_table_order(self):
+        """Cells follow the configuration table, whatever order they ran in."""
+        names = list(dict.fromkeys(c["config"] for c in self.a["cells"]))
+        self.assertEqual(names, ["baseline", "idle-sdt", "ftrace-sdt", "perf-record-sdt",
+                                 "bpftrace-sdt-count", "lttng-flight", "stap-mark-time",
+                                 "stap-mark"])
 
     def test_scaling(self):
         # 2 threads of 1000 calls in 1.01..1.03 us vs 1000 calls in 1.0..1.2 us.
@@ -139,7 +203,8 @@ class ByHand(unittest.TestCase):
         self.assertEqual(self.a["skipped"], [{
             "config": "stap-mark-alibi",
             "reason": "-DSTP_ALIBI is an option of the module runtime, which cannot run here"}])
-        self.assertEqual([(f["config"], f["rep"]) for f in self.a["failed"]], [("ftrace-sdt", 4)])
+        self.assertEqual([(f["config"], f["rep"]) for f in self.a["failed"]],
+                         [("ftrace-sdt", 4), ("stap-mark", 1), ("stap-mark", 2), ("stap-mark", 3)])
 
     def test_2011_rows(self):
         rows = report.y2011(self.a)
@@ -191,21 +256,34 @@ class Errors(unittest.TestCase):
             self.assertIn("| idle-sdt", md)
 
     def test_several_folders_side_by_side(self):
+        """Two different folders: `faster` is basic with ftrace-sdt at 1
+        thread 2 ns/event quicker (5.0 5.2 5.6 -> 3.0 3.2 3.6 against
+        1.0 1.1 1.2), so its overhead is 6.5/3 against 12.5/3 ns: faster /
+        basic = 0.52, and the other way round 1.92."""
         with tempfile.TemporaryDirectory() as tmp:
             a = fixture("basic", tmp)
-            b = os.path.join(tmp, "basic2")
+            b = os.path.join(tmp, "faster")
             shutil.copytree(a, b)
-            r = self.report(a, b)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertIn("| basic [ns/event] | basic2 [ns/event] | basic2 / basic |", r.stdout)
-            self.assertIn("| ftrace-sdt ", r.stdout)
-            self.assertTrue(os.path.exists(os.path.join(tmp, "compare-basic-basic2",
-                                                        "report.md")))
-            # Same data: every ratio is 1.00.
-            table = r.stdout[r.stdout.index("# Comparison"):]
-            ratios = [ln.split("|")[-2].strip() for ln in table.splitlines()
-                      if ln.startswith("| ftrace-sdt")]
-            self.assertEqual(set(ratios), {"1.00"})
+            with open(os.path.join(b, "runs.csv"), newline="") as f:
+                rows = list(csv.DictReader(f))
+            for row in rows:
+                if (row["config"], row["threads"]) == ("ftrace-sdt", "1") and row["rep"] != "0":
+                    row["thread_wall_ns"] = str(int(row["thread_wall_ns"]) - 2000)
+            with open(os.path.join(b, "runs.csv"), "w", newline="") as f:
+                w = csv.DictWriter(f, list(rows[0]))
+                w.writeheader()
+                w.writerows(rows)
+            for first, second, want in ((a, b, "0.52"), (b, a, "1.92")):
+                r = self.report(first, second)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                n1, n2 = os.path.basename(first), os.path.basename(second)
+                self.assertIn(f"| {n1} [ns/event] | {n2} [ns/event] | {n2} / {n1} |", r.stdout)
+                self.assertTrue(os.path.exists(os.path.join(tmp, f"compare-{n1}-{n2}",
+                                                            "report.md")))
+                table = r.stdout[r.stdout.index("# Comparison"):]
+                ratio = {ln.split("|")[2].strip(): ln.split("|")[-2].strip()
+                         for ln in table.splitlines() if ln.startswith("| ftrace-sdt ")}
+                self.assertEqual(ratio, {"1": want, "2": "1.00", "3": "1.00"})
 
 
 if __name__ == "__main__":

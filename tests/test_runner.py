@@ -3,6 +3,7 @@ with exact event counts, input checks, faults, signals, and the tracing
 state left exactly as it was."""
 import csv
 import glob
+import json
 import os
 import signal
 import subprocess
@@ -10,8 +11,11 @@ import tempfile
 import time
 import unittest
 
-from kit_test import ROOT, SCRIPTS, StateTest, build, need_root, run, tracing_state
+from kit_test import (ROOT, SCRIPTS, StateTest, build, need_root, need_tracer, run,
+                      tracing_state)
 import configs
+import elfinfo
+import record
 import tracers
 
 RUN_PY = os.path.join(SCRIPTS, "run.py")
@@ -53,10 +57,7 @@ class Matrix(StateTest):
     threads x iterations events (or the 0 it expects)."""
 
     def matrix(self, tracer):
-        need_root(self)
-        why = tracers.get(tracer).available()
-        if why:
-            self.skipTest(f"{tracer}: {why}")
+        need_tracer(self, tracer)
         with tempfile.TemporaryDirectory() as res:
             r = kit(["--quick", "1", "--threads", "1..2", "--iter", "100000",
                      "--configs", f"{tracer}*"], res)
@@ -66,11 +67,12 @@ class Matrix(StateTest):
         self.assertEqual(sorted({r["config"] for r in rows}), sorted(names))
         for row in rows:
             with self.subTest(config=row["config"], threads=row["threads"]):
+                cfg = configs.BY_NAME[row["config"]]
                 if row["status"] == "skipped":
-                    self.assertTrue(row["reason"])
+                    # Only a configuration its back-end cannot run here, for that reason.
+                    self.assertEqual(row["reason"], tracers.get(tracer).skip_reason(cfg))
                     continue
                 self.assertEqual(row["status"], "ok", row["reason"])
-                cfg = configs.BY_NAME[row["config"]]
                 want = 0 if cfg.expect == "none" else int(row["threads"]) * 100000
                 self.assertEqual(int(row["events_expected"]), want)
                 self.assertEqual(int(row["events_seen"]), want)
@@ -158,10 +160,7 @@ class Faults(StateTest):
     def kill_mid_run(self, tracer, config, process, iters, reason):
         """Kill the tracer's process during a run: a failed row, cleanup
         done, the other rows still run."""
-        need_root(self)
-        why = tracers.get(tracer).available()
-        if why:
-            self.skipTest(f"{tracer}: {why}")
+        need_tracer(self, tracer)
         with tempfile.TemporaryDirectory() as res:
             p = start_kit(["--quick", "1", "--threads", "1", "--iter", str(iters), "--runs", "2",
                            "--configs", f"baseline,{config}"], res)
@@ -197,10 +196,7 @@ class Faults(StateTest):
     def test_hung_tracer(self):
         """A tracer that stops answering (SIGSTOP): killed at TIME_LIMIT,
         a failed row saying so, cleanup done, the other rows still run."""
-        need_root(self)
-        why = tracers.get("bpftrace").available()
-        if why:
-            self.skipTest(f"bpftrace: {why}")
+        need_tracer(self, "bpftrace")
         with tempfile.TemporaryDirectory() as res:
             p = start_kit(["--quick", "1", "--threads", "1", "--iter", "100000", "--runs", "2",
                            "--time-limit", "8", "--configs", "baseline,bpftrace-sdt-count"], res)
@@ -245,48 +241,51 @@ class Faults(StateTest):
             self.assertIn(r["status"], ("ok", "failed"))
 
     def test_sigint_ftrace(self):
-        if tracers.get("ftrace").available():
-            self.skipTest(tracers.get("ftrace").available())
+        need_tracer(self, "ftrace")
         self.interrupt("ftrace-function", signal.SIGINT,
                        lambda: "kit" in tracing_state().get("uprobe_events", ""))
 
     def test_sigterm_lttng(self):
-        if tracers.get("lttng").available():
-            self.skipTest(tracers.get("lttng").available())
+        need_tracer(self, "lttng")
         self.interrupt("lttng-disk", signal.SIGTERM,
                        lambda: "kit" in run(["lttng", "list"]).stdout)
 
     def test_sigint_perf(self):
-        if tracers.get("perf").available():
-            self.skipTest(tracers.get("perf").available())
+        need_tracer(self, "perf")
         self.interrupt("perf-record-sdt", signal.SIGINT,
                        lambda: run(["pgrep", "-f", "^perf record"]).returncode == 0)
 
     def test_others_probes_left_alone(self):
-        """A uprobe someone else defined (even on the kit's own target)
-        survives a run."""
-        need_root(self)
+        """A uprobe someone else defined on the kit's own target, enabled
+        and named single_trace as the kit's used to be, survives a run and
+        does not stand in for the kit's count (it fires once, on main)."""
+        need_tracer(self, "ftrace")
         from tracers import tracefs
-        if tracers.get("ftrace").available():
-            self.skipTest(tracers.get("ftrace").available())
         tracefs.MOUNTS.ensure()
+        elf = elfinfo.Elf(build("sdt"))
+        enable = os.path.join(tracefs.find(), "events", "someone", "single_trace", "enable")
         try:
-            tracefs.add_uprobe("someone", "else", build("sdt"), 0x100)
+            tracefs.add_uprobe("someone", "single_trace", build("sdt"),
+                               elf.file_offset(elf.symbol("main")))
+            tracefs.write(enable, "1")
             with tempfile.TemporaryDirectory() as res:
                 r = kit(["--quick", "1", "--threads", "1", "--configs", "ftrace-sdt,perf-stat-sdt"],
                         res)
                 self.assertEqual(r.returncode, 0, r.stderr[-2000:])
-            self.assertTrue(tracefs.uprobe_defined("someone", "else"))
+                rows, _ = rows_of(res)
+            self.assertTrue(tracefs.uprobe_defined("someone", "single_trace"))
+            for row in rows:
+                self.assertEqual((row["status"], row["events_seen"]), ("ok", "100000"), row)
         finally:
-            tracefs.remove_uprobe("someone", "else")
+            if os.path.exists(enable):
+                tracefs.write(enable, "0")
+            tracefs.remove_uprobe("someone", "single_trace")
             tracefs.MOUNTS.release()
 
     def test_guard_off_is_noticed(self):
         """A guarded marker probed without its reference counter sees 0
         events; where all were expected, the row says mismatch."""
-        need_root(self)
-        if tracers.get("ftrace").available():
-            self.skipTest(tracers.get("ftrace").available())
+        need_tracer(self, "ftrace")
         import run as runner
         cfg = configs.Config("guard-off", "sdt-guarded", "ftrace", "marker-noref", "record")
         with tempfile.TemporaryDirectory() as res:
@@ -302,6 +301,184 @@ class Faults(StateTest):
         self.assertEqual(row["status"], "mismatch")
         self.assertEqual(row["events_seen"], 0)
         self.assertIn("saw 0 events, expected 1000", row["reason"])
+
+    def test_lttng_sessiond_killed(self):
+        """kill -9 of the session daemon the kit started, mid-run: that run
+        fails saying so, the kit starts a new daemon for the runs after
+        it (the client never starts one behind its back), and stops it at
+        the end: no daemon is left (the state check)."""
+        need_tracer(self, "lttng")
+        if tracers.lttng.sessiond_pids():
+            self.skipTest("an lttng-sessiond runs already; the kit would use it, not start one")
+        with tempfile.TemporaryDirectory() as res:
+            p = start_kit(["--quick", "1", "--threads", "1", "--iter", "20000000", "--runs", "3",
+                           "--configs", "lttng-disk"], res)
+            try:
+                self.assertTrue(wait_for(lambda: "kit" in run(["lttng", "--no-sessiond", "list"])
+                                         .stdout, 120), "no session appeared")
+                first = tracers.lttng.sessiond_pids()
+                for pid in first:
+                    os.kill(pid, signal.SIGKILL)
+                out, _ = p.communicate(timeout=300)
+            finally:
+                p.kill()
+            self.assertEqual(p.returncode, 0, out[-2000:])
+            rows, _ = rows_of(res)
+        st = [(r["status"], r["reason"]) for r in rows]
+        self.assertEqual(len(rows), 3, st)
+        self.assertEqual(rows[0]["status"], "failed", st)
+        self.assertEqual([r["status"] for r in rows[1:]], ["ok", "ok"], st)
+        self.assertFalse(tracers.lttng.sessiond_pids() & first)
+
+    def test_lttng_flight_wraps(self):
+        """A flight recorder that overflows: `overwritten`, with the
+        newest events kept and the full stream named; one that does not
+        overflow (the matrix test) must match exactly."""
+        need_tracer(self, "lttng")
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--quick", "1", "--threads", "1", "--iter", "5000000",
+                     "--configs", "lttng-flight"], res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            rows, _ = rows_of(res)
+        (row,) = rows
+        self.assertEqual(row["status"], "overwritten", row["reason"])
+        self.assertLess(0, int(row["events_seen"]))
+        self.assertLess(int(row["events_seen"]), 5000000)
+        self.assertRegex(row["note"], r"[12] of \d+ per-CPU streams full")
+
+
+class Sizing(StateTest):
+    """How the runner sizes cells from their warm-up (not QUICK)."""
+
+    def args(self, *extra):
+        import run as runner
+        return runner.parse_args(["--iter", "1000000", "--max-run-s", "2", "--min-run-s", "1",
+                                  *extra])
+
+    def test_round125(self):
+        import run as runner
+        for n, up, want in ((1, False, 1), (19999, False, 10000), (20000, False, 20000),
+                            (49999, False, 20000), (50001, False, 50000), (7, True, 10),
+                            (100, True, 100), (101, True, 200), (201, True, 500)):
+            with self.subTest(n=n, up=up):
+                self.assertEqual(runner.round125(n, up), want)
+
+    def test_size_iterations(self):
+        import run as runner
+        a = self.args()
+        # Traced, 5 us a call: 2 s / 5 us = 400000, rounded down to 200000.
+        self.assertEqual(runner.size_iterations(a, 5000, True)[0], 200000)
+        # Traced, 1 ms a call: 2000 calls, raised to the floor.
+        self.assertEqual(runner.size_iterations(a, 1e6, True)[0], runner.FLOOR_ITER)
+        # Traced but fast: ITER.
+        self.assertEqual(runner.size_iterations(a, 10, True), (1000000, "ITER"))
+        # Untraced, 1.2 ns a call: 1 s / 1.2 ns = 833333334, rounded up to 1e9.
+        it, how = runner.size_iterations(a, 1.2, False)
+        self.assertEqual(it, 1000000000)
+        self.assertIn("MIN_RUN_S=1", how)
+        self.assertEqual(runner.size_iterations(self.args("--min-run-s", "0"), 1.2, False)[0],
+                         1000000)
+
+    def test_time_limit_from_the_warm_up(self):
+        import run as runner
+        k = runner.Kit(self.args())
+        k.calib_iter = 20000
+        cfg = configs.BY_NAME["ftrace-sdt"]
+        k.estimate[("ftrace-sdt", 1)] = 0.5  # s for 20000 calls
+        r = runner.Run.__new__(runner.Run)
+        r.cfg, r.threads, r.iterations = cfg, 1, 200000
+        # 120 s + 10 x 0.5 s x 200000 / 20000.
+        self.assertAlmostEqual(k.time_limit(r), 120 + 50)
+        r.threads = 2
+        self.assertEqual(k.time_limit(r), runner.DEFAULT_TIME_LIMIT)
+
+    def test_failed_warm_up_is_retried_then_falls_back(self):
+        import run as runner
+
+        class Kit:
+            calib_iter = runner.WARMUP_ITER
+            estimate = {}
+
+            def __init__(self, results):
+                self.results = list(results)
+                self.calls = []
+
+            def run_one(self, c, n, it, rep, sized_by=""):
+                self.calls.append((it, rep, sized_by))
+                status = self.results.pop(0)
+                return {"status": status, "reason": "killed by signal 6",
+                        "_max_thread_wall_ns": 5000 * it, "_elapsed": 0.1}
+        a = self.args()
+        traced, untraced = configs.BY_NAME["ftrace-sdt"], configs.BY_NAME["baseline"]
+        k = Kit(["failed", "ok"])
+        it, how = runner.warm_up(k, a, traced, 1, "1/1")
+        self.assertEqual((it, k.calls[1][2]), (200000, "warm-up retry"))
+        self.assertIn("retried", how)
+        k = Kit(["failed", "failed"])
+        it, how = runner.warm_up(k, a, traced, 1, "1/1")
+        self.assertEqual(it, runner.FLOOR_ITER)
+        self.assertIn("fallback: both warm-ups failed (killed by signal 6)", how)
+        k = Kit(["failed", "failed"])
+        self.assertEqual(runner.warm_up(k, a, untraced, 1, "1/1")[0], 1000000)
+
+    def test_a_sized_matrix(self):
+        """A real run with warm-ups: every timed run made the calls its
+        warm-up sized it to, and says how."""
+        need_tracer(self, "ftrace")
+        import run as runner
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--threads", "1", "--iter", "200000", "--runs", "1", "--max-run-s", "0.05",
+                     "--min-run-s", "0.05", "--configs", "baseline,ftrace-sdt"], res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            rows, folder = rows_of(res)
+            with open(os.path.join(folder, "meta.json")) as f:
+                meta = json.load(f)
+        self.assertEqual(meta["format_version"], record.FORMAT_VERSION)
+        self.assertIsInstance(meta["inputs"]["seed"], int)
+        warm = {r["config"]: r for r in rows if r["rep"] == "0"}
+        timed = {r["config"]: r for r in rows if r["rep"] == "1"}
+        self.assertEqual(sorted(warm), ["baseline", "ftrace-sdt"])
+        a = runner.parse_args(["--iter", "200000", "--max-run-s", "0.05", "--min-run-s", "0.05"])
+        for name, traced in (("baseline", False), ("ftrace-sdt", True)):
+            w = warm[name]
+            self.assertEqual((w["status"], w["iterations"]), ("ok", str(runner.WARMUP_ITER)))
+            per_call = max(record.split_ns(w["thread_wall_ns"])) / runner.WARMUP_ITER
+            want, how = runner.size_iterations(a, per_call, traced)
+            self.assertEqual(int(timed[name]["iterations"]), want)
+            self.assertEqual(timed[name]["sized_by"], how)
+            self.assertEqual(timed[name]["status"], "ok", timed[name]["reason"])
+        self.assertGreater(int(timed["baseline"]["iterations"]), 200000)
+        self.assertLess(int(timed["ftrace-sdt"]["iterations"]), 200000)
+
+
+class WaitLoop(unittest.TestCase):
+    """The runner's wait for a run: it sleeps while a back-end watches,
+    and the time limit holds in that state too."""
+
+    def test_sleeps_and_limits_while_watching(self):
+        import run as runner
+
+        class NeverFound(tracers.Tracer):
+            name = "never-found"
+
+            def watch(self, run, pgid):
+                return False  # keeps looking for a tracer pid it never finds
+        with tempfile.TemporaryDirectory() as res:
+            k = runner.Kit(runner.parse_args(["--quick", "1", "--results", res,
+                                              "--time-limit", "2"]))
+            try:
+                k.make_dir()
+                r = runner.Run(k, configs.BY_NAME["baseline"], 1, 1, 1)
+                cpu0 = time.process_time()
+                rec, _, why = k.execute(NeverFound(), r, ["sleep", "30"])
+                cpu = time.process_time() - cpu0
+            finally:
+                k.cleanup()
+                k.csv_file.close()
+        self.assertIsNone(rec)
+        self.assertEqual(why, "sleep hung: killed after 2 s")
+        # A spinning loop would use ~2 s of CPU in those 2 s.
+        self.assertLess(cpu, 0.5)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import platform
 import tempfile
 import unittest
 
-from kit_test import ROOT, StateTest, need, need_build, need_root, run
+from kit_test import ROOT, StateTest, need, need_build, need_root, need_tracer, run
 from test_runner import kit, rows_of
 import configs
 import tracers
@@ -38,21 +38,22 @@ class Scripts(StateTest):
                     self.assertIn("/build/benchmark-sdt", r.stdout)
 
 
-# stapbpf 4.8 sometimes aborts when printf records are lost on their way
-# to it (README, SystemTap); such a run must be a failed row saying so.
+# stapbpf 4.8 loses printf records under load from 2 threads and then
+# sometimes aborts (README, SystemTap); such a run must be a failed row
+# saying so, and the kit must clean up after it (the state check).
 STAPBPF_ABORT = "stapbpf exited with signal: 6 (Aborted)"
 
 
 class Runs(StateTest):
     def test_every_configuration_counts_exactly(self):
-        """ITER=100000, THREADS=1..2, two repetitions: every run that
-        completed saw exactly threads x iterations events; a printf
-        configuration may lose a run only to the known stapbpf abort, and
-        each still completes at least once; the count-only one never fails."""
-        need_root(self)
-        why = STAP.available()
-        if why:
-            self.skipTest(f"stap: {why}")
+        """ITER=100000, THREADS=1..2, two repetitions.  Every run that
+        completed counted exactly threads x iterations events: `ok`, or
+        `dropped` where stapbpf said it lost printf records (its count is
+        still exact); a printf configuration on the bpf runtime may fail
+        only with stapbpf's known abort; the count-only configuration
+        never fails; alibi is `unverified` on the module runtime and
+        skipped, saying why, on bpf."""
+        need_tracer(self, "stap")
         with tempfile.TemporaryDirectory() as res:
             r = kit(["--quick", "1", "--threads", "1..2", "--iter", "100000", "--runs", "2",
                      "--configs", "stap-*"], res)
@@ -64,22 +65,28 @@ class Runs(StateTest):
         completed = {}
         for row in rows:
             with self.subTest(config=row["config"], threads=row["threads"], rep=row["rep"]):
-                if row["config"] == "stap-mark-alibi" and STAP.runtime == "bpf":
-                    self.assertEqual(row["status"], "skipped")
-                    self.assertIn("module runtime", row["reason"])
-                    continue
                 cfg = configs.BY_NAME[row["config"]]
+                if cfg.mode == "alibi":
+                    if STAP.runtime == "bpf":
+                        self.assertEqual(row["status"], "skipped")
+                        self.assertEqual(row["reason"], STAP.skip_reason(cfg))
+                    else:
+                        self.assertEqual(row["status"], "unverified", row["reason"])
+                        self.assertEqual(row["events_seen"], "")
+                    continue
                 if (row["status"] == "failed" and STAP.runtime == "bpf"
                         and cfg.action == "record"):
                     self.assertIn(STAPBPF_ABORT, row["reason"])
                     continue
-                self.assertEqual(row["status"], "ok", row["reason"])
                 self.assertEqual(row["runtime"], STAP.runtime)
                 self.assertEqual(int(row["events_seen"]), int(row["threads"]) * 100000)
+                if row["status"] == "dropped":
+                    self.assertEqual(STAP.runtime, "bpf", row["reason"])
+                    self.assertGreater(int(row["events_dropped"]), 0)
+                    self.assertIn("printf records lost on the way to stapbpf", row["note"])
+                else:
+                    self.assertEqual(row["status"], "ok", row["reason"])
                 completed[row["config"]] = completed.get(row["config"], 0) + 1
-        ran = [n for n in names if not (n == "stap-mark-alibi" and STAP.runtime == "bpf")]
-        for n in ran:
-            self.assertGreaterEqual(completed.get(n, 0), 1, f"{n} never completed")
         self.assertEqual(completed.get("stap-mark-empty"), 4)
 
 

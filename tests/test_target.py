@@ -5,6 +5,7 @@ import os
 import platform
 import re
 import subprocess
+import tempfile
 import time
 import unittest
 
@@ -103,6 +104,8 @@ class Record(unittest.TestCase):
             self.assertEqual(set(t), THREAD_FIELDS)
             self.assertGreater(t["wall_ns"], 0)
             self.assertLessEqual(t["start_ns"] + t["wall_ns"], rec["wall_ns"])
+        # (The target's own loop count: a sanity check of the record only;
+        # test_calls_counted_from_outside counts the calls independently.)
         self.assertEqual(sum(t["calls"] for t in rec["per_thread"]), threads * iters)
         # The human summary, with units, on stderr.
         self.assertRegex(r.stderr, r"ns/call")
@@ -113,6 +116,25 @@ class Record(unittest.TestCase):
             with self.subTest(build=b):
                 need_build(self, b)
                 self.check_record(b, 3, 20000)
+
+    def test_calls_counted_from_outside(self):
+        """callgrind, which sees every call whatever the target says,
+        counts threads x iterations calls of single_trace in each build:
+        the loop is not cut short, unrolled into fewer calls, or inlined."""
+        need(self, "valgrind", "callgrind_annotate")
+        for b in ("plain", "sdt", "sdt-guarded", "sdt-nop5", "pg"):
+            with self.subTest(build=b):
+                need_build(self, b)
+                with tempfile.TemporaryDirectory() as tmp:
+                    out = os.path.join(tmp, "cg.out")
+                    r = run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                             build(b), "-t", "2", "-i", "1234", "-q"], cwd=tmp)
+                    self.assertEqual(r.returncode, 0, r.stderr[-1000:])
+                    tree = run(["callgrind_annotate", "--tree=caller", out]).stdout
+                # The caller line `< ...:worker_main (N x)` above `* ...:single_trace`.
+                calls = re.findall(r"< \S*worker_main\S* \(([\d,]+)x\)[^\n]*\n[^\n]*\*\s+"
+                                   r"\S*:single_trace ", tree)
+                self.assertEqual(sum(int(c.replace(",", "")) for c in calls), 2 * 1234, tree[:3000])
 
     def test_pinning(self):
         rec = self.check_record("plain", 2, 1000, ["--pin"])

@@ -3,6 +3,8 @@ import os
 import shutil
 import subprocess
 
+from record import Events  # noqa: F401  (what events() returns)
+
 
 def proc_stat(pid):
     """(comm, fields after comm) of /proc/PID/stat, or None if it is gone.
@@ -50,6 +52,8 @@ class Tracer:
         return True
 
     def events(self, run):
+        """An Events (record.py): seen, dropped, note, and what else the
+        back-end knows (a flight recorder's wrap, a daemon's CPU)."""
         raise NotImplementedError
 
     def detach(self, run):

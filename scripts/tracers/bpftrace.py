@@ -6,7 +6,7 @@ do not contend and no update is lost.  bpftrace writes to its own file
 """
 import re
 
-from .base import Tracer, TracerError
+from .base import Events, Tracer, TracerError
 
 HANDLERS = {
     "count": "@events = count();",
@@ -46,7 +46,7 @@ class Bpftrace(Tracer):
         if not m:
             raise TracerError("bpftrace printed no @events count")
         lost = sum(int(x) for x in re.findall(r"Lost (\d+) events", out))
-        return int(m.group(1)), lost, ""
+        return Events(int(m.group(1)), lost)
 
 
 BACKEND = Bpftrace()

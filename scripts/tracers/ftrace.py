@@ -1,17 +1,19 @@
 """ftrace.py: the kernel's own uprobe events, through tracefs alone.
 
-The probe is `p:GROUP/single_trace PATH:OFFSET[(SEMAPHORE)] v=REG:u32`
-in uprobe_events, enabled in a tracing instance of the kit's own whose
+The probe is `p:TAG/TAG_single_trace PATH:OFFSET[(SEMAPHORE)] v=REG:u32`
+in uprobe_events (TAG is the run's own name, in the event's name too,
+because uprobe_profile shows only the name), enabled in a tracing instance of the kit's own whose
 ring buffer is in overwrite mode: the kernel's flight recorder.  For the
 guarded marker the kernel raises the semaphore through the reference
 counter offset; the `noref` probe leaves it off on purpose, and must see
-0 events.  Hits come exactly from uprobe_profile.
+0 events.  Hits come exactly from uprobe_profile, the line of this
+event name on this binary and no other; ring-buffer drops count as lost.
 """
 import os
 import re
 
 from . import tracefs
-from .base import Tracer, TracerError
+from .base import Events, Tracer, TracerError
 from elfinfo import Elf
 
 
@@ -50,26 +52,31 @@ class Ftrace(Tracer):
             sem = elf.file_offset(n.semaphore)
         return elf.file_offset(n.pc), sem, tracefs.first_arg_fetch(n.args)
 
+    @staticmethod
+    def event(run):
+        return f"{run.tag}_single_trace"
+
     def attach(self, run):
         off, sem, fetch = self.site(run)
         group = run.tag
         try:
-            spec = tracefs.add_uprobe(group, "single_trace", run.build, off, sem, fetch)
+            spec = tracefs.add_uprobe(group, self.event(run), run.build, off, sem, fetch)
             run.state["ftrace_event"] = True
             inst = os.path.join(tracefs.find(), "instances", group)
             os.mkdir(inst)
             run.state["ftrace_instance"] = inst
             tracefs.write(os.path.join(inst, "options", "overwrite"), "1")
-            tracefs.write(os.path.join(inst, "events", group, "single_trace", "enable"), "1")
+            tracefs.write(os.path.join(inst, "events", group, self.event(run), "enable"), "1")
         except OSError as e:
             raise TracerError(f"ftrace: {e.strerror or e}")
         with open(run.log, "a") as f:
             f.write(f"uprobe_events: {spec}\ninstance: {inst} (overwrite)\n")
 
     def events(self, run):
-        n = tracefs.hits(run.tag, "single_trace")
+        n = tracefs.hits(self.event(run), run.build)
         if n is None:
-            raise TracerError("ftrace: the event is missing from uprobe_profile")
+            raise TracerError(f"ftrace: {self.event(run)} on {run.build} is missing from "
+                              "uprobe_profile")
         dropped = overrun = 0
         percpu = os.path.join(run.state["ftrace_instance"], "per_cpu")
         for cpu in os.listdir(percpu):
@@ -77,17 +84,18 @@ class Ftrace(Tracer):
                 stats = f.read()
             dropped += int(re.search(r"dropped events: (\d+)", stats).group(1))
             overrun += int(re.search(r"^overrun: (\d+)", stats, re.M).group(1))
-        return n, dropped, f"ring buffer overwrote {overrun} older events (flight recorder)"
+        return Events(n, dropped, f"ring buffer overwrote {overrun} older events "
+                      "(flight recorder; hits are counted apart from it)")
 
     def detach(self, run):
         inst = run.state.pop("ftrace_instance", None)
         if inst and os.path.isdir(inst):
-            en = os.path.join(inst, "events", run.tag, "single_trace", "enable")
+            en = os.path.join(inst, "events", run.tag, self.event(run), "enable")
             if os.path.exists(en):
                 tracefs.write(en, "0")
             os.rmdir(inst)
         if run.state.pop("ftrace_event", None):
-            tracefs.remove_uprobe(run.tag, "single_trace")
+            tracefs.remove_uprobe(run.tag, self.event(run))
 
 
 BACKEND = Ftrace()

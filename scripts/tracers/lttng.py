@@ -5,20 +5,32 @@ to disk.  Events are counted by babeltrace2's sink.utils.counter; events
 the tracer discarded are read from `lttng stop`'s warning; the tracer's
 CPU is the consumer daemons' (from /proc) between start and stop.
 
+The flight recorder is checked exactly, stream by stream (one per CPU):
+a stream whose sub-buffers are not all full never wrapped, so every
+event it got is in the snapshot; only where a stream is full may older
+events have been overwritten.  So a snapshot that misses events while no
+stream wrapped is a mismatch, and a gap inside what was kept (babeltrace2's
+discarded events or packets) is a loss.
+
 A session daemon is needed: one already running is used and left alone;
 otherwise `lttng-sessiond --daemonize --no-kernel` is started in setup
-and stopped in teardown.
+and stopped in teardown.  Every `lttng` command runs with --no-sessiond,
+so the client never starts a daemon behind the kit's back; if the daemon
+the kit started dies mid-matrix, the run in progress fails saying so and
+the kit starts (and at the end stops) a new one for the runs after it.
 """
 import os
 import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
-from .base import Tracer, TracerError, pids, proc_stat
+from .base import Events, Tracer, TracerError, pids, proc_stat
 
-CHANNEL = ["--subbuf-size", "1M", "--num-subbuf", "8"]
+SUBBUF_SIZE, NUM_SUBBUF = "1M", 8
+CHANNEL = ["--subbuf-size", SUBBUF_SIZE, "--num-subbuf", str(NUM_SUBBUF)]
 
 
 def consumerd_cpu_ns():
@@ -41,6 +53,19 @@ def sessiond_pids():
     return {int(p) for p in r.stdout.split()}
 
 
+def count(trace_dir, log):
+    """babeltrace2's counter over TRACE_DIR: {message kind: count}; the
+    counter prints running totals as it goes, the last are final."""
+    out = Tracer.sh(["babeltrace2", trace_dir, "-c", "sink.utils.counter"], log=log,
+                    timeout=600)
+    counts = {}
+    for n, kind in re.findall(r"^\s*(\d+) (\w[\w ]*?) messages?$", out, re.M):
+        counts[kind] = int(n)
+    if "Event" not in counts:
+        raise TracerError("babeltrace2 counted no event messages")
+    return counts
+
+
 class Lttng(Tracer):
     name = "lttng"
     needs = {"lttng": "lttng-tools", "lttng-sessiond": "lttng-tools",
@@ -48,18 +73,24 @@ class Lttng(Tracer):
 
     def __init__(self):
         self.started = set()
+        self.log = None
 
     def available(self):
         return self.need_commands()
 
     def setup(self, kit):
+        self.log = kit.log
         if sessiond_pids():
             return
+        self.start_daemon(kit.say)
+
+    def start_daemon(self, say):
         before = sessiond_pids()
-        self.sh(["lttng-sessiond", "--daemonize", "--no-kernel"], log=kit.log)
-        self.started = sessiond_pids() - before
-        kit.say(f"lttng: started lttng-sessiond (pid {' '.join(map(str, self.started))}); "
-                "it is stopped at the end")
+        self.sh(["lttng-sessiond", "--daemonize", "--no-kernel"], log=self.log)
+        new = sessiond_pids() - before
+        self.started |= new
+        say(f"lttng: started lttng-sessiond (pid {' '.join(map(str, sorted(new)))}); "
+            "it is stopped at the end")
 
     def teardown(self):
         for pid in self.started:
@@ -74,9 +105,15 @@ class Lttng(Tracer):
         self.started = set()
 
     def lttng(self, run, *args):
-        return self.sh(["lttng", *args], log=run.log)
+        return self.sh(["lttng", "--no-sessiond", *args], log=run.log)
 
     def attach(self, run):
+        if self.started and not self.started & sessiond_pids():
+            # The daemon the kit started died (the run it was in failed
+            # saying so): start another, which teardown stops too.
+            self.started = set()
+            with open(run.log, "a") as f:
+                self.start_daemon(lambda m: f.write(f"{m} (the one before died)\n"))
         out = run.state["lttng_dir"] = os.path.join(run.scratch, "lttng-trace")
         snap = run.cfg.mode == "snapshot"
         self.lttng(run, "create", run.tag, "--output", out, *(["--snapshot"] if snap else []))
@@ -92,25 +129,41 @@ class Lttng(Tracer):
         stop = self.lttng(run, "stop", run.tag)
         u0, s0 = run.state.pop("lttng_cpu0")
         u1, s1 = consumerd_cpu_ns()
-        run.state["tracer_cpu_ns"] = (u1 - u0, s1 - s0)
         discarded = sum(int(x) for x in re.findall(r"(\d+) events? (?:were|was) discarded", stop))
-        if run.cfg.mode == "snapshot":
-            self.lttng(run, "snapshot", "record", "-s", run.tag)
-        out = self.sh(["babeltrace2", run.state["lttng_dir"], "-c", "sink.utils.counter"],
-                      log=run.log, timeout=600)
-        # The counter prints running totals as it goes; the last is final.
-        counts = re.findall(r"^\s*(\d+) Event messages", out, re.M)
-        if not counts:
-            raise TracerError("babeltrace2 counted no event messages")
-        note = ""
-        if run.cfg.mode == "snapshot":
-            note = "flight recorder: the snapshot holds the newest events only"
-        return int(counts[-1]), discarded, note
+        cpu = (u1 - u0, s1 - s0)
+        if run.cfg.mode != "snapshot":
+            c = count(run.state["lttng_dir"], run.log)
+            return Events(c["Event"], discarded + c.get("Discarded event", 0),
+                          tracer_cpu_ns=cpu)
+        self.lttng(run, "snapshot", "record", "-s", run.tag)
+        seen, full, streams, gaps = 0, 0, 0, 0
+        for d, _, files in os.walk(run.state["lttng_dir"]):
+            for f in sorted(files):
+                if f.startswith("kitch_"):
+                    c = self.count_stream(d, f, run.log)
+                    seen += c["Event"]
+                    streams += 1
+                    full += c.get("Packet beginning", 0) >= NUM_SUBBUF
+                    gaps += c.get("Discarded event", 0) + c.get("Discarded packet", 0)
+        note = (f"flight recorder: {full} of {streams} per-CPU streams full "
+                f"({NUM_SUBBUF} x {SUBBUF_SIZE} sub-buffers each); "
+                + ("older events overwritten there" if full else "nothing overwritten"))
+        if gaps:
+            note += f"; {gaps} discarded events/packets inside the snapshot"
+        return Events(seen, discarded + gaps, note, wrapped=full > 0, tracer_cpu_ns=cpu)
+
+    @staticmethod
+    def count_stream(d, stream, log):
+        """Counts of one stream file of the trace in D (with its metadata)."""
+        with tempfile.TemporaryDirectory(prefix="kit-stream-") as one:
+            for f in ("metadata", stream):
+                os.symlink(os.path.join(d, f), os.path.join(one, f))
+            return count(one, log)
 
     def detach(self, run):
         s = run.state.pop("lttng_session", None)
         if s:
-            self.sh(["lttng", "destroy", s], log=run.log, check=False)
+            self.sh(["lttng", "--no-sessiond", "destroy", s], log=run.log, check=False)
         d = run.state.pop("lttng_dir", None)
         if d:
             shutil.rmtree(d, ignore_errors=True)

@@ -1,12 +1,12 @@
 """none.py: no tracer: the baselines and each build's idle cost."""
-from .base import Tracer
+from .base import Events, Tracer
 
 
 class NoTracer(Tracer):
     name = "none"
 
     def events(self, run):
-        return None, None, ""
+        return Events(None, None)
 
 
 BACKEND = NoTracer()

@@ -31,7 +31,7 @@ import sys
 import time
 
 from . import tracefs
-from .base import Tracer, TracerError, pids, proc_stat
+from .base import Events, Tracer, TracerError, pids, proc_stat
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 STUB = os.path.join(ROOT, "build", "stap-kernel")
@@ -178,7 +178,6 @@ class Stap(Tracer):
 
     # -- the verbs ---------------------------------------------------------------
     def attach(self, run):
-        run.state["stap_runtime"] = self.runtime
         run.state["stap_flags"] = " ".join(self.flags(run))
         if self.runtime != "module":
             return
@@ -221,7 +220,8 @@ class Stap(Tracer):
         if self.runtime == "module":
             mod = run.state["stap_module"]
             if run.cfg.mode == "alibi":
-                return None, None, "-DSTP_ALIBI skips every handler, the count too: unverifiable"
+                return Events(None, 0, "-DSTP_ALIBI skips every handler, the count too: "
+                              "unverifiable", runtime=self.runtime)
             with open(f"/proc/systemtap/{mod}/events") as f:
                 text = f.read()
             note = f"module runtime, flags {run.state['stap_flags']}"
@@ -245,8 +245,8 @@ class Stap(Tracer):
         if not m:
             raise TracerError("stap printed no event count")
         if lost:
-            note += f"; {lost} printf records lost on the way to stapbpf"
-        return int(m.group(1)), skipped + lost, note
+            note += f"; {lost} printf records lost on the way to stapbpf (the count is exact)"
+        return Events(int(m.group(1)), lost, note, runtime=self.runtime)
 
     def detach(self, run):
         pid = run.state.pop("stapbpf_pid", None)

@@ -91,12 +91,14 @@ def remove_uprobe(group, event):
         write(os.path.join(find(), "uprobe_events"), f"-:{group}/{event}")
 
 
-def hits(group, event):
-    """Exact hit count of one uprobe event (uprobe_profile's last column)."""
+def hits(event, binary):
+    """Exact hit count of the uprobe event named EVENT on BINARY, from
+    uprobe_profile (`  FILE EVENT HITS` a line; the group is not shown, so
+    the kit gives its events names no one else uses).  None if absent."""
     with open(os.path.join(find(), "uprobe_profile")) as f:
         for ln in f:
             parts = ln.split()
-            if len(parts) >= 3 and parts[-2] in (event, f"{group}/{event}"):
+            if len(parts) >= 3 and parts[-2] == event and " ".join(parts[:-2]) == binary:
                 return int(parts[-1])
     return None
 

@@ -4,7 +4,7 @@ and exit, through mcount); single_trace's calls are counted from
 import re
 import shutil
 
-from .base import Tracer, TracerError
+from .base import Events, Tracer, TracerError
 
 
 class Uftrace(Tracer):
@@ -22,7 +22,7 @@ class Uftrace(Tracer):
         m = re.search(r"\s(\d+)\s+single_trace\s*$", out, re.M)
         if not m:
             raise TracerError("uftrace report has no single_trace row")
-        return int(m.group(1)), None, "uftrace reports no drop counter"
+        return Events(int(m.group(1)), 0, "uftrace reports no drop counter")
 
     def detach(self, run):
         d = run.state.pop("uftrace_dir", None)
