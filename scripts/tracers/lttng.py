@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import tempfile
 import time
 
@@ -49,8 +48,13 @@ def consumerd_cpu_ns():
 
 
 def sessiond_pids():
-    r = subprocess.run(["pgrep", "-x", "lttng-sessiond"], stdout=subprocess.PIPE, text=True)
-    return {int(p) for p in r.stdout.split()}
+    """Live session daemons (a killed one may stay a zombie a while)."""
+    live = set()
+    for pid in pids():
+        st = proc_stat(pid)
+        if st and st[0] == "lttng-sessiond" and st[1][0] != "Z":
+            live.add(pid)
+    return live
 
 
 def count(trace_dir, log):
