@@ -1,43 +1,35 @@
 #!/usr/bin/env python3
-"""report.py: the statistics of the kit, and its report.
+"""report.py: the kit's report: tables, plots, the 2011 figures and
+side-by-side comparison (the statistics are in stats.py).
 
     python3 scripts/report.py                       # results/latest
     python3 scripts/report.py results/A results/B   # side by side, B against A
     make report RESULTS='results/A results/B'
 
-Reads each folder's runs.csv and meta.json (written by scripts/run.py).
-For every configuration and thread count: n runs and how many failed; median, mean and min of the
-per-event time of each thread's loop; sd and coefficient of variation;
-the overhead per event against the baseline at the same thread count
-with a 95% interval (paired t over repetitions, which the runner
-interleaves; Welch's t where runs cannot be paired), "< upper limit"
-when the interval holds 0; the slowdown (x), the ratio of geometric
-means, with its interval from the same test on the logarithms; user and
-system CPU per event; the tracer's own CPU per event in steady state
-(from the warm-up and the runs, which make different numbers of calls)
-and its fixed start-up CPU; the event check; scaling with threads.  Writes report.md, report.json and PNG plots into the folder
+Reads each folder's runs.csv and meta.json (written by scripts/run.py)
+and shows, per configuration and thread count, what stats.py computes:
+runs and failures, per-event times, the overhead against the baseline
+with its 95% interval ("< upper limit" when it holds 0), the slowdown,
+user/system CPU, the tracer's steady and fixed CPU, the event check and
+scaling.  Writes report.md, report.json and PNG plots into the folder
 (one folder), or into results/compare-<names>/ (several), and prints the
-tables.  Plots need matplotlib (Debian's python3-matplotlib): an interpreter
-without it re-runs the report under one that has it (/usr/bin/python3 on
-Debian), and says so; with none, the tables are complete and one line
-says how to get the plots.
+tables.  Plots need matplotlib (Debian's python3-matplotlib): an
+interpreter without it re-runs the report under one that has it
+(/usr/bin/python3 on Debian), and says so; with none, the tables are
+complete and one line says how to get the plots.
 Warm-up rows (rep 0) are kept in runs.csv but not counted here.
 """
 import csv
 import json
-import math
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import configs  # noqa: E402
 from record import COLUMNS, MEASURED, REQUIRED, split_ns as ints  # noqa: E402
+from stats import BASELINE, analyse, config_rank, num  # noqa: E402
 
-BASELINE = "baseline"
-NOISY_CV = 0.10  # a cell whose per-event times vary more than this is flagged
 KNOWN = set(COLUMNS)
 # Set in the environment of a report re-run under another interpreter, so
 # it never re-runs twice.
@@ -49,28 +41,8 @@ Y2011 = {"calls": 10_000_000, "bare_s": 0.27, "function_s": 51.82, "mark_s": 27.
 # Today's configurations that match the 2011 probes.
 Y2011_MATCH = {"function_s": "stap-function-time", "mark_s": "stap-mark-time"}
 
-# Two-sided 95% critical values of Student's t, by degrees of freedom.
-T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-       9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042,
-       40: 2.021, 60: 2.000, 120: 1.980}
-
-
 class BadInput(Exception):
     """A results folder that cannot be read; the message names it."""
-
-
-def t95(df):
-    if df < 1:
-        return float("nan")
-    best = max(k for k in T95 if k <= df) if df < 1000 else None
-    return T95[best] if best else 1.960
-
-
-def num(text):
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return None
 
 
 # -- reading -------------------------------------------------------------------
@@ -119,221 +91,6 @@ def load(folder):
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         warnings.append(f"{mpath}: not valid JSON ({e}); the environment is unknown")
     return rows, meta, warnings
-
-
-# -- statistics ----------------------------------------------------------------
-def mean_ci(values):
-    """(mean, lo, hi) with a 95% t interval; lo/hi None below 2 values."""
-    m = statistics.fmean(values)
-    if len(values) < 2:
-        return m, None, None
-    h = t95(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
-    return m, m - h, m + h
-
-
-def welch_ci(a, b):
-    """Mean of a - b with Welch's 95% interval."""
-    d = statistics.fmean(a) - statistics.fmean(b)
-    if len(a) < 2 or len(b) < 2:
-        return d, None, None
-    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
-    se = math.sqrt(va + vb)
-    if se == 0:
-        return d, d, d
-    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
-    h = t95(int(df)) * se
-    return d, d - h, d + h
-
-
-def cell_stats(rows):
-    """Statistics of one (config, threads) cell from its measured rows."""
-    samples, per_rep, user, sys_, tracer, walls = [], {}, [], [], [], []
-    for r in rows:
-        it, n = r["iterations"], r["threads"]
-        thread_ns = [w / it for w in ints(r["thread_wall_ns"])]
-        samples += thread_ns
-        per_rep.setdefault(r["rep"], []).append(statistics.fmean(thread_ns))
-        ev = it * n
-        if r.get("thread_user_ns"):
-            user.append(sum(ints(r["thread_user_ns"])) / ev)
-            sys_.append(sum(ints(r["thread_sys_ns"])) / ev)
-        tu, ts = num(r.get("tracer_user_ns")), num(r.get("tracer_sys_ns"))
-        if tu is not None and ts is not None:
-            tracer.append((tu + ts) / ev)
-        w = num(r.get("wall_ns"))
-        if w:
-            walls.append(ev / (w / 1e9))
-    per_rep = {k: statistics.fmean(v) for k, v in per_rep.items()}
-    sd = statistics.stdev(samples) if len(samples) > 1 else 0.0
-    mean = statistics.fmean(samples)
-    return {
-        "n_runs": len(rows), "n_samples": len(samples), "samples_ns": samples,
-        "per_rep_ns": per_rep, "median_ns": statistics.median(samples), "mean_ns": mean,
-        "min_ns": min(samples), "sd_ns": sd, "cv": sd / mean if mean else 0.0,
-        "user_ns": statistics.fmean(user) if user else None,
-        "sys_ns": statistics.fmean(sys_) if sys_ else None,
-        "tracer_cpu_ns": statistics.fmean(tracer) if tracer else None,
-        "events_per_s": statistics.fmean(walls) if walls else None,
-    }
-
-
-def overhead(cell, base):
-    """Overhead per event of cell against base, and the slowdown.  Both
-    come from one test: paired t over the repetitions both cells ran,
-    else Welch's t; the slowdown is exp of the same interval taken on
-    the logarithms of the per-repetition times (a ratio of geometric
-    means), so the baseline's own variance is in both."""
-    common = sorted(set(cell["per_rep_ns"]) & set(base["per_rep_ns"]))
-    c, b = cell["per_rep_ns"], base["per_rep_ns"]
-    if len(common) >= 2:
-        m, lo, hi = mean_ci([c[k] - b[k] for k in common])
-        x, xlo, xhi = mean_ci([math.log(c[k] / b[k]) for k in common])
-        method = f"paired t over {len(common)} repetitions"
-    else:
-        a_, b_ = list(c.values()), list(b.values())
-        m, lo, hi = welch_ci(a_, b_)
-        x, xlo, xhi = welch_ci([math.log(v) for v in a_], [math.log(v) for v in b_])
-        method = "Welch t (unpaired)" if lo is not None else "one run: no interval"
-    ex = lambda v: None if v is None else math.exp(v)  # noqa: E731
-    return {
-        "mean_ns": m, "lo_ns": lo, "hi_ns": hi, "method": method,
-        "bounded": lo is not None and lo <= 0 <= hi,
-        "median_ns": cell["median_ns"] - base["median_ns"],
-        "min_ns": cell["min_ns"] - base["min_ns"],
-        "slowdown_x": ex(x), "slowdown_lo": ex(xlo), "slowdown_hi": ex(xhi),
-    }
-
-
-def tracer_steady(warmups, runs):
-    """The tracer's CPU per event in steady state and its fixed cost:
-    the slope and intercept of tracer CPU against events between the
-    warm-up (fewer calls) and the timed runs of one cell.  (None, None)
-    where they made the same number of calls or have no tracer CPU."""
-    def points(rows):
-        return [((num(r.get("tracer_user_ns")) or 0) + (num(r.get("tracer_sys_ns")) or 0),
-                 r["iterations"] * r["threads"]) for r in rows
-                if num(r.get("tracer_user_ns")) is not None]
-    w, t = points(warmups), points(runs)
-    if not w or not t:
-        return None, None
-    cw, ew = statistics.fmean(p[0] for p in w), statistics.fmean(p[1] for p in w)
-    ct, et = statistics.fmean(p[0] for p in t), statistics.fmean(p[1] for p in t)
-    if et == ew:
-        return None, None
-    slope = (ct - cw) / (et - ew)
-    return slope, cw - slope * ew
-
-
-def analyse(rows, meta):
-    ncpu = (meta or {}).get("cpus") or os.cpu_count() or 1
-    cells, order = {}, []
-    for r in rows:
-        key = (r["config"], r["threads"])
-        if r["config"] not in order:
-            order.append(r["config"])
-        cells.setdefault(key, []).append(r)
-    out, skipped, failed = [], [], []
-    for (config, threads), rs in cells.items():
-        timed = [r for r in rs if (r["rep"] or 0) >= 1]
-        measured = [r for r in timed if r["status"] in MEASURED]
-        n_failed = sum(r["status"] == "failed" for r in timed)
-        for r in rs:
-            if r["status"] == "skipped":
-                skipped.append({"config": config, "threads": threads, "reason": r["reason"]})
-            elif r["status"] == "failed":
-                failed.append({"config": config, "threads": threads, "rep": r["rep"],
-                               "reason": r["reason"]})
-        if not timed:
-            continue
-        c = {"config": config, "threads": threads, "tracer": rs[0].get("tracer", ""),
-             "runtime": next((r.get("runtime") for r in measured if r.get("runtime")), ""),
-             "iterations": sorted({r["iterations"] for r in measured}),
-             "n_timed": len(timed), "n_failed": n_failed,
-             "failed_reasons": sorted({r["reason"] for r in timed if r["status"] == "failed"})}
-        c["flags"] = []
-        if n_failed:
-            c["flags"].append(f"{n_failed}/{len(timed)} runs failed"
-                              + (": no figure" if not measured else ""))
-        if not measured:
-            c.update(n_runs=0, overhead=None, check=None, scaling=None)
-            out.append(c)
-            continue
-        c.update(cell_stats(measured))
-        c["tracer_steady_ns"], fixed = tracer_steady(
-            [r for r in rs if r["rep"] == 0 and r["status"] in MEASURED], measured)
-        c["tracer_fixed_ms"] = None if fixed is None else fixed / 1e6
-        c["check"] = event_check(measured)
-        if c["check"]["verdict"] == "MISMATCH":
-            c["flags"].append("EVENT MISMATCH: overhead not trustworthy")
-        if c["check"]["verdict"] == "DROPPED":
-            c["flags"].append("EVENTS DROPPED: the tracer did not keep up")
-        if c["cv"] > NOISY_CV and c["n_samples"] > 1:
-            c["flags"].append(f"noisy (cv {c['cv']:.0%})")
-        if threads > ncpu:
-            c["flags"].append(f"time-sliced ({threads} threads > {ncpu} CPUs)")
-        out.append(c)
-    rank = config_rank(order)
-    out.sort(key=lambda c: (rank[c["config"]], c["threads"]))
-    base = {c["threads"]: c for c in out if c["config"] == BASELINE and c["n_runs"]}
-    for c in out:
-        b = base.get(c["threads"])
-        if c["n_runs"]:
-            c["overhead"] = overhead(c, b) if b and c["config"] != BASELINE else None
-    scaling([c for c in out if c["n_runs"]], ncpu)
-    return {"cells": out, "skipped": dedup_skips(skipped), "failed": failed,
-            "has_baseline": bool(base), "cpus": ncpu}
-
-
-def config_rank(seen):
-    """Configurations in the table's order (baselines first, each tracer's
-    rows together); names the table does not know follow, as first seen."""
-    known = [c.name for c in configs.CONFIGS]
-    return {n: i for i, n in enumerate(known + [n for n in seen if n not in known])}
-
-
-def dedup_skips(skipped):
-    seen, out = set(), []
-    for s in skipped:
-        if s["config"] not in seen:
-            seen.add(s["config"])
-            out.append({"config": s["config"], "reason": s["reason"]})
-    return out
-
-
-def event_check(rows):
-    exp = [num(r.get("events_expected")) for r in rows]
-    seen = [num(r.get("events_seen")) for r in rows]
-    dropped = sum(num(r.get("events_dropped")) or 0 for r in rows)
-    statuses = {r["status"] for r in rows}
-    if all(e is None for e in exp):
-        verdict = "unverified" if "unverified" in statuses else "n/a"
-    elif "mismatch" in statuses:
-        verdict = "MISMATCH"
-    elif "dropped" in statuses:
-        verdict = "DROPPED"
-    elif "overwritten" in statuses:
-        verdict = "overwritten"
-    else:
-        verdict = "ok"
-    return {"expected": sum(e for e in exp if e is not None) if any(e is not None for e in exp)
-            else None,
-            "seen": sum(s for s in seen if s is not None) if any(s is not None for s in seen)
-            else None,
-            "dropped": dropped, "verdict": verdict}
-
-
-def scaling(cells, ncpu):
-    by_cfg = {}
-    for c in cells:
-        by_cfg.setdefault(c["config"], {})[c["threads"]] = c
-    for cfg, byt in by_cfg.items():
-        one = byt.get(1)
-        for t, c in byt.items():
-            eff = None
-            if one and one["events_per_s"] and c["events_per_s"]:
-                eff = c["events_per_s"] / one["events_per_s"] / min(t, ncpu)
-            c["scaling"] = {"events_per_s": c["events_per_s"], "efficiency": eff,
-                            "time_sliced": t > ncpu}
 
 
 # -- formatting ----------------------------------------------------------------
@@ -392,7 +149,9 @@ TRACER_CPU_NOTE = ("Tracer CPU is that of a tracer process the kit started (or L
                    "between a cell's warm-up and its runs, which make different numbers of "
                    "calls, so start-up is not in it; *fixed* is what is left at zero events "
                    "(start-up, compiling, teardown).  `-` where both made the same number of "
-                   "calls (QUICK) or there is no tracer process.")
+                   "calls (QUICK) or there is no tracer process.  It rests on one warm-up, so "
+                   "where the tracer's work is in the kernel (bpftrace, perf stat) it is 0 within "
+                   "the start-up's run-to-run spread and may print below 0.")
 
 
 def overhead_rows(a):

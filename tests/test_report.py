@@ -11,6 +11,7 @@ import unittest
 
 from kit_test import ROOT, SCRIPTS, run
 import report
+import stats
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "report")
 REPORT_PY = os.path.join(SCRIPTS, "report.py")
@@ -123,7 +124,7 @@ class ByHand(unittest.TestCase):
         logarithms, the slowdown; the baseline's spread widens it."""
         base = {"per_rep_ns": {1: 1.0, 2: 1.2}, "median_ns": 1.1, "min_ns": 1.0}
         cell = {"per_rep_ns": {3: 4.0, 4: 4.4, 5: 4.2}, "median_ns": 4.2, "min_ns": 4.0}
-        o = report.overhead(cell, base)
+        o = stats.overhead(cell, base)
         self.assertIn("Welch", o["method"])
         # Means 4.2 and 1.1: 3.1.  Variances/n: 0.04/3 and 0.02/2; se
         # 0.152753; df 0.023333^2 / (0.013333^2/2 + 0.01^2/1) = 2.88 -> t(2) 4.303.
@@ -133,7 +134,7 @@ class ByHand(unittest.TestCase):
         self.assertAlmostEqual(o["slowdown_x"], math.exp(1.434328 - 0.091161), places=4)
         self.assertLess(o["slowdown_lo"], o["slowdown_x"])
         narrow = dict(base, per_rep_ns={1: 1.1, 2: 1.1})
-        n = report.overhead(cell, narrow)
+        n = stats.overhead(cell, narrow)
         self.assertLess(n["slowdown_hi"] - n["slowdown_lo"], o["slowdown_hi"] - o["slowdown_lo"])
 
     def test_interval_holding_zero_is_a_bound(self):
