@@ -52,6 +52,23 @@ def pids_of(name):
     return run(["pgrep", "-x", name]).stdout.split()
 
 
+def kill_during(tc, args, res, victims, what):
+    """Starts the kit with ARGS, waits until VICTIMS() names pids (WHAT
+    says what is awaited), SIGKILLs them, and returns the rows once the
+    kit has ended (which it must do with status 0) and the pids killed."""
+    p = start_kit(args, res)
+    try:
+        tc.assertTrue(wait_for(lambda: victims(), 120), f"{what} never appeared")
+        killed = victims()
+        for pid in killed:
+            os.kill(int(pid), signal.SIGKILL)
+        out, _ = p.communicate(timeout=300)
+    finally:
+        p.kill()
+    tc.assertEqual(p.returncode, 0, out[-2000:])
+    return rows_of(res)[0], {int(k) for k in killed}
+
+
 class Matrix(StateTest):
     """ITER=100000, THREADS=1..2: every traced configuration sees exactly
     threads x iterations events (or the 0 it expects)."""
@@ -162,19 +179,11 @@ class Faults(StateTest):
         done, the other rows still run."""
         need_tracer(self, tracer)
         with tempfile.TemporaryDirectory() as res:
-            p = start_kit(["--quick", "1", "--threads", "1", "--iter", str(iters), "--runs", "2",
-                           "--configs", f"baseline,{config}"], res)
-            try:
-                self.assertTrue(wait_for(lambda: pids_of(process), 120),
-                                f"{process} never started")
-                time.sleep(0.5)
-                for pid in pids_of(process):
-                    os.kill(int(pid), signal.SIGKILL)
-                out, _ = p.communicate(timeout=300)
-            finally:
-                p.kill()
-            self.assertEqual(p.returncode, 0, out[-2000:])
-            rows, _ = rows_of(res)
+            def started():  # its pids, half a second after it first showed
+                return pids_of(process) and (time.sleep(0.5) or pids_of(process))
+            rows, _ = kill_during(self, ["--quick", "1", "--threads", "1", "--iter", str(iters),
+                                         "--runs", "2", "--configs", f"baseline,{config}"],
+                                  res, started, process)
         st = [(r["config"], r["status"]) for r in rows]
         self.assertEqual(len(rows), 4, st)
         failed = [r for r in rows if r["status"] == "failed"]
@@ -327,19 +336,12 @@ class Faults(StateTest):
         if tracers.lttng.sessiond_pids():
             self.skipTest("an lttng-sessiond runs already; the kit would use it, not start one")
         with tempfile.TemporaryDirectory() as res:
-            p = start_kit(["--quick", "1", "--threads", "1", "--iter", "20000000", "--runs", "3",
-                           "--configs", "lttng-disk"], res)
-            try:
-                self.assertTrue(wait_for(lambda: "kit" in run(["lttng", "--no-sessiond", "list"])
-                                         .stdout, 120), "no session appeared")
-                first = tracers.lttng.sessiond_pids()
-                for pid in first:
-                    os.kill(pid, signal.SIGKILL)
-                out, _ = p.communicate(timeout=300)
-            finally:
-                p.kill()
-            self.assertEqual(p.returncode, 0, out[-2000:])
-            rows, _ = rows_of(res)
+            def daemon():  # the kit's daemon, once a session of the kit's is there
+                in_session = "kit" in run(["lttng", "--no-sessiond", "list"]).stdout
+                return tracers.lttng.sessiond_pids() if in_session else set()
+            rows, first = kill_during(self, ["--quick", "1", "--threads", "1", "--iter",
+                                             "20000000", "--runs", "3", "--configs", "lttng-disk"],
+                                      res, daemon, "a session of the kit's")
         st = [(r["status"], r["reason"]) for r in rows]
         self.assertEqual(len(rows), 3, st)
         self.assertEqual(rows[0]["status"], "failed", st)
