@@ -39,7 +39,7 @@ import elfinfo  # noqa: E402
 import record  # noqa: E402
 import tracers  # noqa: E402
 from tracers import tracefs  # noqa: E402
-from tracers.base import TracerError, pids, proc_stat  # noqa: E402
+from tracers.base import TracerError, live  # noqa: E402
 
 MAX_THREADS = 1024  # as in src/benchmark.c
 MAX_ITER = 10 ** 12
@@ -660,12 +660,7 @@ def main(argv=None):
 
 def session_members(sid):
     """Pids of the live processes in session SID (zombies excluded)."""
-    members = []
-    for pid in pids():
-        st = proc_stat(pid)
-        if st and st[1][0] != "Z" and int(st[1][3]) == sid:
-            members.append(pid)
-    return members
+    return [pid for pid, fields in live() if int(fields[3]) == sid]
 
 
 def explain(log):

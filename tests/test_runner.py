@@ -298,7 +298,7 @@ class Faults(StateTest):
     def test_others_probe_of_the_same_name(self):
         """Someone's probe named single_trace (as the kit's ftrace event
         once was), enabled on main: it fires once a run, so reading hits
-        by that name would give 1, and on Linux >= 6.3, which rejects a
+        by that name would give 1, and on a kernel that rejects a
         second event of one name in any group, adding the kit's own would
         fail.  The kit's own uniquely named event counts exactly.  (perf
         probe's `sdt_benchmark:single_trace` cannot be added beside it on

@@ -22,6 +22,17 @@ def pids():
     return [int(p) for p in os.listdir("/proc") if p.isdigit()]
 
 
+def live(comm=None):
+    """[(pid, fields)] of the live processes (zombies excluded), only
+    those named COMM if given; fields as proc_stat gives them."""
+    out = []
+    for pid in pids():
+        st = proc_stat(pid)
+        if st and st[1][0] != "Z" and comm in (None, st[0]):
+            out.append((pid, st[1]))
+    return out
+
+
 class TracerError(Exception):
     """A tracer could not attach, count or detach; the message says why."""
 

@@ -1,13 +1,15 @@
 """ftrace.py: the kernel's own uprobe events, through tracefs alone.
 
 The probe is `p:TAG/TAG_single_trace PATH:OFFSET[(SEMAPHORE)] v=REG:u32`
-in uprobe_events (TAG is the run's own name, in the event's name too,
-because uprobe_profile shows only the name), enabled in a tracing instance of the kit's own whose
-ring buffer is in overwrite mode: the kernel's flight recorder.  For the
-guarded marker the kernel raises the semaphore through the reference
-counter offset; the `noref` probe leaves it off on purpose, and must see
-0 events.  Hits come exactly from uprobe_profile, the line of this
-event name on this binary and no other; ring-buffer drops count as lost.
+in uprobe_events (TAG is the run's own name, in the event's name too:
+uprobe_profile shows only the name, and Linux 6.18 here refuses a second
+event of one name in any group), enabled in a tracing instance of the
+kit's own whose ring buffer is in overwrite mode: the kernel's flight
+recorder.  For the guarded marker the kernel raises the semaphore through
+the reference counter offset; the `noref` probe leaves it off on purpose,
+and must see 0 events.  Hits come exactly from uprobe_profile, the line
+of this event name on this binary and no other; ring-buffer drops count
+as lost.
 """
 import os
 import re

@@ -26,7 +26,7 @@ import signal
 import tempfile
 import time
 
-from .base import Events, Tracer, TracerError, pids, proc_stat
+from .base import Events, Tracer, TracerError, live
 
 SUBBUF_SIZE, NUM_SUBBUF = "1M", 8
 CHANNEL = ["--subbuf-size", SUBBUF_SIZE, "--num-subbuf", str(NUM_SUBBUF)]
@@ -35,26 +35,15 @@ CHANNEL = ["--subbuf-size", SUBBUF_SIZE, "--num-subbuf", str(NUM_SUBBUF)]
 def consumerd_cpu_ns():
     """(user, system) ns used so far by the LTTng consumer daemons, which
     move the tracepoints' buffers out of the traced process."""
-    user = system = 0
     tick = 1e9 / os.sysconf("SC_CLK_TCK")
-    for pid in pids():
-        st = proc_stat(pid)
-        if not st or st[0] != "lttng-consumerd":
-            continue
-        fields = st[1]
-        user += int(int(fields[11]) * tick)
-        system += int(int(fields[12]) * tick)
-    return user, system
+    daemons = live("lttng-consumerd")
+    return (sum(int(int(f[11]) * tick) for _, f in daemons),
+            sum(int(int(f[12]) * tick) for _, f in daemons))
 
 
 def sessiond_pids():
     """Live session daemons (a killed one may stay a zombie a while)."""
-    live = set()
-    for pid in pids():
-        st = proc_stat(pid)
-        if st and st[0] == "lttng-sessiond" and st[1][0] != "Z":
-            live.add(pid)
-    return live
+    return {pid for pid, _ in live("lttng-sessiond")}
 
 
 def count(trace_dir, log):

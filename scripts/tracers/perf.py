@@ -93,16 +93,18 @@ class Perf(Tracer):
                      f"argument), counted once: {m.group(1)} records, {distinct} events")
         return Events(distinct, int(lost.group(1)) if lost else 0, note)
 
-    def distinct_samples(self, data):
+    @staticmethod
+    def distinct_samples(data):
         """Distinct (thread, timestamp, argument) samples in DATA."""
-        p = subprocess.Popen(["perf", "script", "-i", data, "-F", "tid,time,trace", "--ns"],
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        seen = set()
-        for ln in p.stdout:
-            seen.add(ln.strip())
-        if p.wait() != 0:
+        try:
+            p = subprocess.run(["perf", "script", "-i", data, "-F", "tid,time,trace", "--ns"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               timeout=600)
+        except subprocess.TimeoutExpired:
+            raise TracerError(f"perf script -i {data} hung for 600 s")
+        if p.returncode != 0:
             raise TracerError(f"perf script -i {data} failed (exit {p.returncode})")
-        return len(seen)
+        return len(set(p.stdout.splitlines()))
 
     def detach(self, run):
         ev = run.state.pop("perf_event", None)

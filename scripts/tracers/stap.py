@@ -31,7 +31,7 @@ import sys
 import time
 
 from . import tracefs
-from .base import Events, Tracer, TracerError, pids, proc_stat
+from .base import Events, Tracer, TracerError, live
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 STUB = os.path.join(ROOT, "build", "stap-kernel")
@@ -209,9 +209,8 @@ class Stap(Tracer):
         them behind when it crashes, so detach must know which are ours."""
         if self.runtime != "bpf":
             return True
-        for pid in pids():
-            st = proc_stat(pid)
-            if st and st[0] == "stapbpf" and int(st[1][2]) == pgid:
+        for pid, fields in live("stapbpf"):
+            if int(fields[2]) == pgid:
                 run.state["stapbpf_pid"] = pid
                 return True
         return False
