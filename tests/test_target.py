@@ -4,6 +4,7 @@ import json
 import os
 import platform
 import re
+import signal
 import subprocess
 import tempfile
 import time
@@ -156,10 +157,13 @@ class Ust(StateTest):
         need_build(self, "ust")
         need(self, "lttng", "lttng-sessiond")
         need_root(self)
-        started = None
-        if run(["pgrep", "-x", "lttng-sessiond"]).returncode != 0:
+        # Live daemons only: one stopped a moment ago may linger as a
+        # zombie, which pgrep would count as running.
+        from tracers.lttng import sessiond_pids
+        started = set()
+        if not sessiond_pids():
             run(["lttng-sessiond", "--daemonize", "--no-kernel"], check=True)
-            started = run(["pgrep", "-x", "lttng-sessiond"]).stdout.split()
+            started = sessiond_pids()
         p = subprocess.Popen([build("ust"), "-t", "1", "-i", "1000000000000", "-q"],
                              stdout=subprocess.DEVNULL)
         try:
@@ -174,10 +178,10 @@ class Ust(StateTest):
         finally:
             p.kill()
             p.wait()
-            for pid in started or []:
-                run(["kill", pid])
+            for pid in started:
+                os.kill(pid, signal.SIGTERM)
             for _ in range(50):
-                if not started or run(["pgrep", "-x", "lttng-sessiond"]).returncode != 0:
+                if not started & sessiond_pids():
                     break
                 time.sleep(0.1)
 
