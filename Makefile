@@ -21,53 +21,54 @@ Q := @
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all list configs run report test clean help
+.PHONY: all list needs configs run report test clean help
 
-# The builds, baseline first.  pg is the plain build with -pg, for uftrace.
-BUILDS := plain sdt sdt-guarded sdt-nop5 ust pg
+# The builds: src/builds.tsv, one row each (its header says the columns).
+# field(BUILD,N): column N of BUILD's row.
+BUILD_TABLE := src/builds.tsv
+comma := ,
+rows = awk -F'\t' 'NF == 6 && $$1 != "build" $(1)' $(BUILD_TABLE)
+BUILDS := $(shell $(call rows,{ print $$1 }))
+field = $(shell $(call rows,&& $$1 == "$(1)" { print $$$(2) }))
 
+# What each kind of build needs, and the Debian package that has it.
 # has_header(H): y when the compiler finds <H>.  (printf's \043 is '#',
 # which Make would otherwise take for a comment.)
 has_header = $(shell printf '\043include <%s>\n' $(1) | $(CC) -E -x c - >/dev/null 2>&1 && echo y)
-HAVE_SDT := $(if $(shell command -v $(DTRACE)),$(call has_header,sys/sdt.h))
-HAVE_UST := $(call has_header,lttng/tracepoint.h)
+HAVE.plain := y
+HAVE.sdt := $(if $(shell command -v $(DTRACE)),$(call has_header,sys/sdt.h))
+HAVE.ust := $(call has_header,lttng/tracepoint.h)
+PACKAGE.sdt := systemtap-sdt-dev
+PACKAGE.ust := liblttng-ust-dev
+WHAT.sdt := dtrace or <sys/sdt.h>
+WHAT.ust := <lttng/tracepoint.h>
+DEPS.sdt := build/probes.h build/probes.o
+DEPS.ust := build/ust_provider.o src/ust_tp.h
+LIBS.ust := -llttng-ust -ldl
 
-WANT := plain pg
-ifeq ($(HAVE_SDT),y)
-WANT += sdt sdt-guarded sdt-nop5
-else
-$(info make: skipping the sdt, sdt-guarded and sdt-nop5 builds: no dtrace or <sys/sdt.h> (Debian package systemtap-sdt-dev))
-endif
-ifeq ($(HAVE_UST),y)
-WANT += ust
-else
-$(info make: skipping the ust build: no <lttng/tracepoint.h> (Debian package liblttng-ust-dev))
+KIND = $(call field,$(1),3)
+WANT := $(foreach b,$(BUILDS),$(if $(HAVE.$(call KIND,$(b))),$(b)))
+MISSING_KINDS := $(sort $(foreach b,$(filter-out $(WANT),$(BUILDS)),$(call KIND,$(b))))
+QUIET_GOALS := needs list configs help clean
+ifeq ($(filter $(QUIET_GOALS),$(MAKECMDGOALS)),)
+$(foreach k,$(MISSING_KINDS),$(info make: skipping the $(strip $(foreach b,$(BUILDS),\
+	$(if $(filter $(k),$(call KIND,$(b))),$(b)))) build(s): no $(WHAT.$(k)) (Debian package $(PACKAGE.$(k)))))
 endif
 
-all: $(addprefix build/benchmark-,$(filter $(WANT),$(BUILDS))) build/memlock-shim.so
+all: $(addprefix build/benchmark-,$(WANT)) build/memlock-shim.so
 
 list:
-	@echo "plain        nothing in single_trace (the baseline)"
-	@echo "sdt          SDT marker from probes.d, 1-byte nop site, semaphore not checked"
-	@echo "sdt-guarded  the same marker under its _ENABLED() semaphore"
-	@echo "sdt-nop5     the same marker at a 5-byte nop site (0f 1f 44 00 00)"
-	@echo "ust          an LTTng-UST tracepoint with the same argument"
-	@echo "pg           the plain build compiled with -pg (for uftrace)"
+	@$(call rows,{ printf "%-12s %s\n"$(comma) $$1$(comma) $$6 })
+
+# The Debian packages the builds that cannot be made here need (run.py installs them).
+needs:
+	@$(foreach k,$(MISSING_KINDS),echo $(PACKAGE.$(k));)
 
 configs:
 	$(Q)$(PYTHON) scripts/run.py --list
 
-build build/nop5/sys:
+build:
 	$(Q)mkdir -p $@
-
-# compile(TRACE_HEADER, EXTRA_FLAGS): the one recipe every build shares;
-# TRACE_BUILD is the build's name, which the target puts in its record.
-define compile
-	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(2) -include src/trace/$(1).h \
-		-DTRACE_BUILD='"$(@:build/benchmark-%=%)"' \
-		src/benchmark.c $(filter %.o,$^) -o $@ $(LDLIBS)
-endef
 
 build/probes.h: probes.d | build
 	@$(if $(Q),echo "  DTRACE  $@")
@@ -77,16 +78,17 @@ build/probes.o: probes.d | build
 	@$(if $(Q),echo "  DTRACE  $@")
 	$(Q)$(DTRACE) -G -s $< -o $@
 
-# sys/sdt.h with the probe site's `nop` made the 5-byte nop, spelt as
-# bytes because gas would shorten `nopl 0x0(%rax,%rax,1)` to 4 bytes; the
-# sed must change exactly one line, or the build stops.
+# build/site-BUILD/sys/sdt.h: sys/sdt.h with the probe site's `nop` made
+# the build's site bytes, spelt as .byte because gas would shorten a long
+# nop; the sed must change exactly one line, or the build stops.
 SDT_H = $(shell printf '\043include <sys/sdt.h>\n' | $(CC) -M -x c - 2>/dev/null | tr ' \\' '\n\n' | grep '/sys/sdt\.h$$')
-build/nop5/sys/sdt.h: | build/nop5/sys
+build/site-%/sys/sdt.h: $(BUILD_TABLE)
 	@$(if $(Q),echo "  GEN     $@")
-	$(Q)src=$(SDT_H); test -n "$$src" || { echo "make: no sys/sdt.h (Debian package systemtap-sdt-dev)" >&2; exit 1; }; \
-	cp "$$(dirname "$$src")/sdt-config.h" build/nop5/sys/ && \
-	sed 's/^#define _SDT_NOP\tnop$$/#define _SDT_NOP\t.byte 0x0f; .byte 0x1f; .byte 0x44; .byte 0x00; .byte 0x00/' "$$src" > $@ && \
-	test "$$(diff "$$src" $@ | grep -c '^>')" = 1 || { echo "make: could not make the 5-byte nop variant of $$src" >&2; exit 1; }
+	$(Q)mkdir -p $(@D) && src=$(SDT_H); test -n "$$src" || { echo "make: no sys/sdt.h (Debian package systemtap-sdt-dev)" >&2; exit 1; }; \
+	bytes=$$(echo $(call field,$*,4) | sed 's/../.byte 0x&; /g; s/; $$//'); \
+	cp "$$(dirname "$$src")/sdt-config.h" $(@D)/ && \
+	sed "s/^#define _SDT_NOP\tnop$$/#define _SDT_NOP\t$$bytes/" "$$src" > $@ && \
+	test "$$(diff "$$src" $@ | grep -c '^>')" = 1 || { echo "make: could not make the site $(call field,$*,4) in $$src" >&2; exit 1; }
 
 build/ust_provider.o: src/ust_provider.c src/ust_tp.h | build
 	@$(if $(Q),echo "  CC      $@")
@@ -97,35 +99,24 @@ build/memlock-shim.so: src/memlock_shim.c | build
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS) $(WARN) -shared -fPIC $< -o $@ -ldl
 
-build/benchmark-plain: src/benchmark.c src/trace/plain.h | build
-	$(call compile,plain)
+# One rule for every build, from its row: the trace header, the kind's
+# objects and libraries, the generated site header, the extra flags.
+# TRACE_BUILD is the build's name, which the target puts in its record.
+SITE = $(if $(filter-out -,$(call field,$(1),4)),build/site-$(1)/sys/sdt.h)
+define build_rule
+build/benchmark-$(1): src/benchmark.c src/trace/$(call field,$(1),2).h $(DEPS.$(call KIND,$(1))) $(call SITE,$(1)) $(BUILD_TABLE) | build
+	@$$(if $$(Q),echo "  CC      $$@")
+	$$(Q)$$(CC) $$(CPPFLAGS) $(if $(call SITE,$(1)),-Ibuild/site-$(1)) $$(CFLAGS) $$(WARN) \
+		$(filter-out -,$(call field,$(1),5)) -include src/trace/$(call field,$(1),2).h \
+		-DTRACE_BUILD='"$(1)"' src/benchmark.c $$(filter %.o,$$^) -o $$@ $$(LDLIBS) $(LIBS.$(call KIND,$(1)))
+endef
+$(foreach b,$(BUILDS),$(eval $(call build_rule,$(b))))
 
-build/benchmark-pg: src/benchmark.c src/trace/plain.h | build
-	$(call compile,plain,-pg)
-
-build/benchmark-sdt: src/benchmark.c src/trace/sdt.h build/probes.h build/probes.o | build
-	$(call compile,sdt)
-
-build/benchmark-sdt-guarded: src/benchmark.c src/trace/sdt-guarded.h build/probes.h build/probes.o | build
-	$(call compile,sdt-guarded)
-
-build/benchmark-sdt-nop5: src/benchmark.c src/trace/sdt-nop5.h build/probes.h build/probes.o build/nop5/sys/sdt.h | build
-	$(call compile,sdt-nop5,-Ibuild/nop5)
-
-build/benchmark-ust: LDLIBS += -llttng-ust -ldl
-build/benchmark-ust: src/benchmark.c src/trace/ust.h src/ust_tp.h build/ust_provider.o | build
-	$(call compile,ust)
-
-# The runner takes each Make variable as the flag of the same meaning; they
-# reach it through the environment (Make exports command-line variables),
-# so no value is ever spliced into a shell command line.
-RUN_VARS := THREADS ITER RUNS CONFIGS QUICK NO_INSTALL STAP_RUNTIME MAX_RUN_S MIN_RUN_S PIN SEED TIME_LIMIT
-RUN_FLAGS = $${THREADS:+--threads "$$THREADS"} $${ITER:+--iter "$$ITER"} \
-	$${RUNS:+--runs "$$RUNS"} $${CONFIGS:+--configs "$$CONFIGS"} \
-	$${QUICK:+--quick "$$QUICK"} $${NO_INSTALL:+--no-install "$$NO_INSTALL"} \
-	$${STAP_RUNTIME:+--stap-runtime "$$STAP_RUNTIME"} $${MAX_RUN_S:+--max-run-s "$$MAX_RUN_S"} \
-	$${MIN_RUN_S:+--min-run-s "$$MIN_RUN_S"} $${PIN:+--pin "$$PIN"} $${SEED:+--seed "$$SEED"} \
-	$${TIME_LIMIT:+--time-limit "$$TIME_LIMIT"}
+# The runner takes each Make variable as the flag of the same meaning
+# (scripts/params.py, their one home); they reach it through the
+# environment only (Make exports command-line variables), so no value is
+# ever spliced into a shell command line.
+RUN_VARS = $(shell $(PYTHON) scripts/run.py --vars | cut -d= -f1)
 # Make expands a value such as THREADS='$$(x)' to nothing before the runner
 # sees it: refuse a variable that was given but expands to nothing.
 check_given = $(if $(filter command line,$(origin $(1))),$(if $(strip $($(1))),,\
@@ -133,7 +124,7 @@ check_given = $(if $(filter command line,$(origin $(1))),$(if $(strip $($(1))),,
 
 run:
 	$(foreach v,$(RUN_VARS),$(call check_given,$(v)))
-	$(Q)$(PYTHON) scripts/run.py $(RUN_FLAGS)
+	$(Q)$(PYTHON) scripts/run.py
 
 report:
 	$(Q)$(PYTHON) scripts/report.py $${RESULTS:+$$RESULTS}
@@ -147,7 +138,8 @@ clean:
 help:
 	@echo "make [all]        build every build whose dependencies are here (make list)"
 	@echo "make list         the builds;  make configs: the configurations"
-	@echo "make run          the matrix: THREADS=1..8 ITER=10000000 RUNS=3 CONFIGS='bpftrace-*' QUICK=1 MAX_RUN_S=2 MIN_RUN_S=1 PIN=1 SEED=N TIME_LIMIT=600 NO_INSTALL=1 STAP_RUNTIME=module|bpf"
+	@echo "make run          the matrix; its variables and their defaults (scripts/run.py --help says more):"
+	@$(PYTHON) scripts/run.py --vars | sed 's/^/                    /'
 	@echo "make report       the report of results/latest (RESULTS='results/A results/B' for several)"
 	@echo "make test         the test suite (TESTS=name to pick some)"
 	@echo "make clean        remove build/"

@@ -8,7 +8,24 @@ nothing, count only, or record a timestamp and the argument), mode
 (tracer-specific), script (stap), expect (all events, or none), and a
 one-line description.
 """
+import os
 from dataclasses import dataclass
+
+BUILD_TABLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "src", "builds.tsv")
+
+
+def builds():
+    """{build: description} from src/builds.tsv (its header says the
+    columns), in the table's order, baseline first."""
+    out = {}
+    with open(BUILD_TABLE) as f:
+        for line in f:
+            cols = line.rstrip("\n").split("\t")
+            if len(cols) == 6 and cols[0] != "build":
+                out[cols[0]] = cols[5]
+    return out
+
 
 
 @dataclass(frozen=True)
@@ -31,12 +48,8 @@ CONFIGS = [
     # row is measured against; the idle-* rows are each build's own cost
     # with no tracer (a marker's nop, a semaphore test, -pg's mcount calls).
     C("baseline", "plain", "none", description="bare call, nothing in single_trace"),
-    C("idle-sdt", "sdt", "none", description="SDT marker (1-byte nop), nothing attached"),
-    C("idle-sdt-guarded", "sdt-guarded", "none",
-      description="marker under its semaphore, nothing attached"),
-    C("idle-sdt-nop5", "sdt-nop5", "none", description="marker at a 5-byte nop, nothing attached"),
-    C("idle-ust", "ust", "none", description="LTTng-UST tracepoint, no session"),
-    C("idle-pg", "pg", "none", description="-pg build (mcount calls), no uftrace"),
+    *[C(f"idle-{b}", b, "none", description=f"{what}; nothing attached")
+      for b, what in builds().items() if b != "plain"],
 
     # ftrace uprobe_events, recorded into the kit's own overwrite-mode buffer.
     C("ftrace-function", "plain", "ftrace", "function", "record",

@@ -40,18 +40,16 @@ class Elf:
             raise ValueError(f"{path}: not a little-endian ELF64 file")
         shoff, = struct.unpack_from("<Q", d, 0x28)
         shentsize, shnum, shstrndx = struct.unpack_from("<HHH", d, 0x3A)
-        raw = []
+        raw = []  # (name's offset in .shstrtab, address, file offset, size)
         for i in range(shnum):
-            name, _typ, _flags, addr, off, size = struct.unpack_from(
+            name, _type, _flags, addr, off, size = struct.unpack_from(
                 "<IIQQQQ", d, shoff + i * shentsize)
-            raw.append((name, _typ, addr, off, size, i))
-        strtab = raw[shstrndx]
+            raw.append((name, addr, off, size))
+        names = raw[shstrndx][2]
         self.sections = {}
-        self._types = {}
-        for name, typ, addr, off, size, i in raw:
-            n = self._cstr(strtab[3] + name)
+        for name, addr, off, size in raw:
+            n = self._cstr(names + name)
             self.sections[n] = Section(n, addr, off, size)
-            self._types[n] = typ
 
     def _cstr(self, off):
         end = self.data.index(b"\0", off)

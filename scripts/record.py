@@ -1,15 +1,21 @@
-"""record.py: the one home of a run's row, shared by the runner (run.py,
-which writes results/<stamp>/runs.csv) and the report (report.py, which
-reads it): the columns, the statuses and what each means, and the verdict
-that turns what a tracer saw into a status.
+"""record.py: the one home of a run's row and of a results folder, shared
+by the runner (run.py, which writes results/<stamp>/) and the report
+(report.py, which reads it): the columns, the statuses and what each
+means, the verdict that turns what a tracer saw into a status, and the
+folder's writer (Folder) and reader (load).
 
 Nothing to run; `python3 scripts/record.py` prints the statuses.
 """
+import csv
+import datetime
+import json
+import os
 from dataclasses import dataclass
 
 # meta.json's "format_version": 2 added the columns sized_by and pinned
-# and the status `dropped`; a folder without them (version 1) still reads.
-FORMAT_VERSION = 2
+# and the status `dropped`; 3 moved meta's "stap" into "tracers" (one line
+# per back-end).  Older folders still read.
+FORMAT_VERSION = 3
 
 COLUMNS = [
     "started", "config", "build", "tracer", "probe", "action", "threads", "iterations", "rep",
@@ -47,17 +53,17 @@ class Events:
     runtime: str = ""  # the tracer's runtime, where it has several (SystemTap)
 
 
-def expected_events(tracer, expect, threads, iterations):
-    """Events the tracer must see: None where nothing is attached or the
+def expected_events(attached, expect, threads, iterations):
+    """Events the tracer must see: None where nothing is ATTACHED or the
     configuration cannot count (expect 'unverifiable')."""
-    if tracer == "none":
+    if not attached:
         return None
     return {"all": threads * iterations, "none": 0}.get(expect)
 
 
-def verdict(tracer, expected, ev, overwrite=False):
+def verdict(attached, expected, ev, overwrite=False):
     """(status, reason) of a completed run from what its tracer saw."""
-    if tracer == "none":
+    if not attached:
         return "ok", ""
     if expected is None:
         return "unverified", ev.note or "this configuration cannot count its events"
@@ -81,6 +87,128 @@ def split_ns(text):
 
 def join_ns(values):
     return ";".join(str(v) for v in values)
+
+
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def write_json(path, obj):
+    """Writes OBJ whole or not at all (a crash leaves the old file)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+class Folder:
+    """A new results folder under RESULTS: runs.csv (each row on disk as
+    soon as it is written), meta.json, logs/, and the `latest` link."""
+
+    def __init__(self, results):
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        os.makedirs(results, exist_ok=True)
+        d, n = os.path.join(results, stamp), 1
+        while True:
+            try:
+                os.mkdir(d)
+                break
+            except FileExistsError:
+                n += 1
+                d = os.path.join(results, f"{stamp}-{n}")
+        self.dir = d
+        self.logs = os.path.join(d, "logs")
+        os.mkdir(self.logs)
+        self.meta = {"started": now(), "format_version": FORMAT_VERSION}
+        self._file = open(os.path.join(d, "runs.csv"), "w", newline="")
+        self._csv = csv.DictWriter(self._file, COLUMNS)
+        self._csv.writeheader()
+        self._file.flush()
+        self.write_meta()
+        latest = os.path.join(results, "latest")
+        if os.path.islink(latest) or not os.path.exists(latest):
+            tmp = latest + f".{os.getpid()}"
+            os.symlink(os.path.basename(d), tmp)
+            os.replace(tmp, latest)
+
+    def row(self, **kw):
+        kw.setdefault("started", now())
+        self._csv.writerow({k: ("" if v is None else v) for k, v in kw.items()})
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def write_meta(self):
+        write_json(os.path.join(self.dir, "meta.json"), self.meta)
+
+    def close(self):
+        if not self._file.closed:
+            self.write_meta()
+            self._file.close()
+
+
+class BadInput(Exception):
+    """A results folder that cannot be read; the message names it."""
+
+
+def load(folder):
+    """(rows, meta, warnings) of one results folder; threads, iterations
+    and rep as ints (None where unreadable)."""
+    warnings = []
+    if not os.path.isdir(folder):
+        raise BadInput(f"{folder}: no such results folder")
+    path = os.path.join(folder, "runs.csv")
+    if not os.path.exists(path):
+        raise BadInput(f"{path}: missing (is {folder} a results folder of `make run`?)")
+    with open(path, newline="") as f:
+        lines = f.read().splitlines()
+    if not lines:
+        raise BadInput(f"{path}: empty (not even a header line)")
+    header = next(csv.reader([lines[0]]))
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise BadInput(f"{path}: missing columns {', '.join(missing)}")
+    unknown = [c for c in header if c not in COLUMNS]
+    if unknown:
+        warnings.append(f"{path}: unknown columns ignored: {', '.join(unknown)}")
+    rows = []
+    for i, rec in enumerate(csv.reader(lines[1:]), start=2):
+        if len(rec) != len(header):
+            warnings.append(f"{path}: line {i} has {len(rec)} fields, not {len(header)} "
+                            "(truncated?); ignored")
+            continue
+        r = dict(zip(header, rec))
+        for k in ("threads", "iterations", "rep"):
+            r[k] = num(r[k])
+        if r["status"] in MEASURED and (not r["threads"] or not r["iterations"]
+                                        or len(split_ns(r["thread_wall_ns"])) != r["threads"]):
+            warnings.append(f"{path}: line {i} ({r['config']}) has unreadable timings; ignored")
+            continue
+        rows.append(r)
+    if not rows:
+        warnings.append(f"{path}: no runs recorded")
+    meta = {}
+    mpath = os.path.join(folder, "meta.json")
+    try:
+        with open(mpath) as f:
+            meta = json.load(f)
+    except FileNotFoundError:
+        warnings.append(f"{mpath}: missing; the environment is unknown")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        warnings.append(f"{mpath}: not valid JSON ({e}); the environment is unknown")
+    if isinstance(meta.get("stap"), dict):  # format 2: SystemTap's runtime in its own key
+        s = meta.pop("stap")
+        meta.setdefault("tracers", {})["stap"] = (
+            f"SystemTap runtime: {s.get('runtime')} ({s.get('why')}); flags: {s.get('flags')}")
+    return rows, meta, warnings
+
+
+def num(text):
+    """TEXT as an int, or None."""
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
 
 
 if __name__ == "__main__":

@@ -27,10 +27,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from record import COLUMNS, MEASURED, REQUIRED, split_ns as ints  # noqa: E402
-from stats import BASELINE, analyse, config_rank, num  # noqa: E402
+from record import BadInput, load  # noqa: E402
+from stats import BASELINE, analyse, config_rank  # noqa: E402
 
-KNOWN = set(COLUMNS)
 # Set in the environment of a report re-run under another interpreter, so
 # it never re-runs twice.
 REEXEC = "KIT_REPORT_REEXEC"
@@ -40,58 +39,6 @@ Y2011 = {"calls": 10_000_000, "bare_s": 0.27, "function_s": 51.82, "mark_s": 27.
          "gettimeofday_s": 8.4}
 # Today's configurations that match the 2011 probes.
 Y2011_MATCH = {"function_s": "stap-function-time", "mark_s": "stap-mark-time"}
-
-class BadInput(Exception):
-    """A results folder that cannot be read; the message names it."""
-
-
-# -- reading -------------------------------------------------------------------
-def load(folder):
-    """(rows, meta, warnings) of one results folder."""
-    warnings = []
-    if not os.path.isdir(folder):
-        raise BadInput(f"{folder}: no such results folder")
-    path = os.path.join(folder, "runs.csv")
-    if not os.path.exists(path):
-        raise BadInput(f"{path}: missing (is {folder} a results folder of `make run`?)")
-    with open(path, newline="") as f:
-        lines = f.read().splitlines()
-    if not lines:
-        raise BadInput(f"{path}: empty (not even a header line)")
-    header = next(csv.reader([lines[0]]))
-    missing = [c for c in REQUIRED if c not in header]
-    if missing:
-        raise BadInput(f"{path}: missing columns {', '.join(missing)}")
-    unknown = [c for c in header if c not in KNOWN]
-    if unknown:
-        warnings.append(f"{path}: unknown columns ignored: {', '.join(unknown)}")
-    rows = []
-    for i, rec in enumerate(csv.reader(lines[1:]), start=2):
-        if len(rec) != len(header):
-            warnings.append(f"{path}: line {i} has {len(rec)} fields, not {len(header)} "
-                            "(truncated?); ignored")
-            continue
-        r = dict(zip(header, rec))
-        r["threads"], r["iterations"], r["rep"] = (num(r["threads"]), num(r["iterations"]),
-                                                   num(r["rep"]))
-        if r["status"] in MEASURED and (not r["threads"] or not r["iterations"]
-                                        or len(ints(r["thread_wall_ns"])) != r["threads"]):
-            warnings.append(f"{path}: line {i} ({r['config']}) has unreadable timings; ignored")
-            continue
-        rows.append(r)
-    if not rows:
-        warnings.append(f"{path}: no runs recorded")
-    meta = {}
-    mpath = os.path.join(folder, "meta.json")
-    try:
-        with open(mpath) as f:
-            meta = json.load(f)
-    except FileNotFoundError:
-        warnings.append(f"{mpath}: missing; the environment is unknown")
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        warnings.append(f"{mpath}: not valid JSON ({e}); the environment is unknown")
-    return rows, meta, warnings
-
 
 # -- formatting ----------------------------------------------------------------
 def f_ns(v):
@@ -226,10 +173,8 @@ def markdown(a, meta, warnings, folder):
     tools = env.get("tools") or {}
     for k in ("host", "cpu_model", "cpus", "kernel", "clocksource"):
         lines.append(f"- {k}: {env.get(k, 'unknown')}")
-    if env.get("stap"):
-        s = env["stap"]
-        lines.append(f"- SystemTap runtime: {s.get('runtime')} ({s.get('why')}); "
-                     f"flags: {s.get('flags')}")
+    for line in (env.get("tracers") or {}).values():
+        lines.append(f"- {line}")
     for k, v in tools.items():
         lines.append(f"- {k}: {v or 'not installed'}")
     inp = env.get("inputs")

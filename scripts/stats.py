@@ -13,7 +13,7 @@ import os
 import statistics
 
 import configs
-from record import MEASURED, split_ns as ints
+from record import MEASURED, num, split_ns as ints
 
 BASELINE = "baseline"
 NOISY_CV = 0.10  # a cell whose per-event times vary more than this is flagged
@@ -29,13 +29,6 @@ def t95(df):
         return float("nan")
     best = max(k for k in T95 if k <= df) if df < 1000 else None
     return T95[best] if best else 1.960
-
-
-def num(text):
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return None
 
 
 def mean_ci(values):

@@ -3,6 +3,7 @@ for every case, written out beside the test."""
 import unittest
 
 import record
+import tracers
 from record import Events
 
 # (tracer, expected, Events, overwrite) -> status, reason holds
@@ -31,7 +32,7 @@ class Verdict(unittest.TestCase):
     def test_cases(self):
         for tracer, expected, ev, overwrite, status, reason in CASES:
             with self.subTest(tracer=tracer, expected=expected, ev=ev, overwrite=overwrite):
-                got = record.verdict(tracer, expected, ev, overwrite)
+                got = record.verdict(tracers.get(tracer).attaches, expected, ev, overwrite)
                 self.assertEqual(got[0], status)
                 self.assertIn(reason, got[1])
 
@@ -39,10 +40,12 @@ class Verdict(unittest.TestCase):
         self.assertEqual(set(record.MEASURED) | {"failed", "skipped"}, set(record.STATUSES))
 
     def test_expected_events(self):
-        self.assertIsNone(record.expected_events("none", "all", 2, 10))
-        self.assertEqual(record.expected_events("ftrace", "all", 2, 10), 20)
-        self.assertEqual(record.expected_events("ftrace", "none", 2, 10), 0)
-        self.assertIsNone(record.expected_events("stap", "unverifiable", 2, 10))
+        def expected(tracer, expect):
+            return record.expected_events(tracers.get(tracer).attaches, expect, 2, 10)
+        self.assertIsNone(expected("none", "all"))
+        self.assertEqual(expected("ftrace", "all"), 20)
+        self.assertEqual(expected("ftrace", "none"), 0)
+        self.assertIsNone(expected("stap", "unverifiable"))
 
 
 if __name__ == "__main__":

@@ -149,6 +149,19 @@ class BadInput(StateTest):
                     self.assertEqual(os.listdir(res), [], "a results folder was left")
             self.assertFalse(os.path.exists(os.path.join(ROOT, "x")))
 
+    def test_variables_from_the_environment(self):
+        """make hands the variables over in the environment: checked the
+        same way, and a flag given to run.py wins over them."""
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--list"], res, env=dict(os.environ, ITER="-1"))
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("ITER '-1' is not allowed: want a whole number in 1..", r.stderr)
+            r = kit(["--iter", "5", "--list"], res, env=dict(os.environ, ITER="-1"))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = kit(["--vars"], res, env=dict(os.environ, RUNS="7"))
+            self.assertIn("RUNS=3", r.stdout.splitlines(), "--vars prints defaults")
+            self.assertEqual(os.listdir(res), [])
+
     def test_make_variables(self):
         """The same checks through `make run`, whose variables reach the
         runner without passing through a shell command line."""
@@ -317,12 +330,11 @@ class Faults(StateTest):
             args = runner.parse_args(["--quick", "1", "--results", res])
             k = runner.Kit(args)
             try:
-                k.make_dir()
-                tracers.get("ftrace").setup(k)
+                k.open()
+                k.sup.setup(tracers.get("ftrace"), k.log)
                 row = k.run_one(cfg, 1, 1000, 1)
             finally:
-                k.cleanup()
-                k.csv_file.close()
+                k.close()
         self.assertEqual(row["status"], "mismatch")
         self.assertEqual(row["events_seen"], 0)
         self.assertIn("saw 0 events, expected 1000", row["reason"])
@@ -485,14 +497,15 @@ class WaitLoop(unittest.TestCase):
             k = runner.Kit(runner.parse_args(["--quick", "1", "--results", res,
                                               "--time-limit", "2"]))
             try:
-                k.make_dir()
-                r = runner.Run(k, configs.BY_NAME["baseline"], 1, 1, 1)
+                k.open()
+                tracer = NeverFound()
+                r = runner.Run(k, configs.BY_NAME["baseline"], tracer, 1, 1, 1)
                 cpu0 = time.process_time()
-                rec, _, why = k.execute(NeverFound(), r, ["sleep", "30"])
+                rec, _, why = k.sup.execute(tracer, r, ["sleep", "30"], k.time_limit(r),
+                                            runner.ROOT)
                 cpu = time.process_time() - cpu0
             finally:
-                k.cleanup()
-                k.csv_file.close()
+                k.close()
         self.assertIsNone(rec)
         self.assertEqual(why, "sleep hung: killed after 2 s")
         # A spinning loop would use ~2 s of CPU in those 2 s.

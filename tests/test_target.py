@@ -11,10 +11,10 @@ import time
 import unittest
 
 from kit_test import EXPECTED, StateTest, build, need, need_build, need_root, run
+import configs
 import elfinfo
 
-SDT_BUILDS = ("sdt", "sdt-guarded", "sdt-nop5")
-ALL_BUILDS = ("plain", "sdt", "sdt-guarded", "sdt-nop5", "ust", "pg")
+ALL_BUILDS = list(configs.builds())  # src/builds.tsv
 FIELDS = {"build", "pid", "threads", "iterations", "pinned", "clock", "wall_ns",
           "process_user_ns", "process_sys_ns", "per_thread"}
 THREAD_FIELDS = {"thread", "cpu", "start_ns", "wall_ns", "user_ns", "sys_ns", "cpu_ns", "calls"}
@@ -25,6 +25,23 @@ def readelf_notes(path):
     return [dict(zip(("provider", "name", "location", "semaphore", "args"), m)) for m in
             re.findall(r"Provider: (\S+)\s+Name: (\S+)\s+Location: (0x[0-9a-f]+), "
                        r"Base: 0x[0-9a-f]+, Semaphore: (0x[0-9a-f]+)\s+Arguments: (.*)", out)]
+
+
+class Builds(unittest.TestCase):
+    def test_one_table(self):
+        """src/builds.tsv is the one list of builds: `make list` prints its
+        rows in order, `make` knows a rule for each, and each build but
+        the baseline's has its idle-* configuration."""
+        listed = run(["make", "-s", "list"]).stdout.splitlines()
+        self.assertEqual([ln.split()[0] for ln in listed], ALL_BUILDS)
+        self.assertEqual(ALL_BUILDS[0], "plain", "the baseline first")
+        for b in ALL_BUILDS:
+            with self.subTest(build=b):
+                r = run(["make", "-n", "-B", f"build/benchmark-{b}"])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn(f"-DTRACE_BUILD='\"{b}\"'", r.stdout)
+                if b != "plain":
+                    self.assertEqual(configs.BY_NAME[f"idle-{b}"].build, b)
 
 
 class Notes(unittest.TestCase):

@@ -1,19 +1,29 @@
 """tracers: one back-end per tracer, all with the same verbs.
 
+    params()         its own inputs (params.Param), e.g. STAP_RUNTIME
+    choose(args)     settle how it runs (a runtime), before anything is
+                     attached; TracerError if told to run a way it cannot
+    describe()       a line for the report's environment, or None
     available()      None if it can run here, else a one-line reason
-    setup(kit)       once before the matrix: mounts, daemons (only if missing)
+    skip_reason(cfg) why one configuration cannot run here, or None
+    setup(log)       once before the matrix: mounts, daemons (only if missing)
     attach(run)      before the target starts: define probes, start sessions
     wrap(run, cmd)   the command line that starts the target (a tracer such
                      as `bpftrace -c` starts the target itself)
+    watch(run, pid)  while the target runs, until True: learn the tracer's pid
     events(run)      after the target ended: an Events (record.py): seen,
                      dropped, note; a flight recorder's wrap; a daemon's CPU
     detach(run)      remove what attach made; safe to call twice
     teardown()       undo what setup did, and only that
 
+Class attributes: name, needs ({program: Debian package}), versions
+(programs whose --version meta.json records), attaches (False only for
+the baselines' `none`), State (its run.state dataclass).
+
 Every back-end names what it creates after run.tag (unique to the run),
 so detach removes exactly what it made and nobody else's probes.
 """
-from .base import Events, Tracer, TracerError  # noqa: F401
+from .base import Events, RunState, Tracer, TracerError  # noqa: F401
 from . import none, ftrace, perf, bpftrace, lttng, uftrace, stap
 
 BACKENDS = {m.BACKEND.name: m.BACKEND for m in (none, ftrace, perf, bpftrace, lttng, uftrace, stap)}
@@ -23,4 +33,4 @@ def get(name):
     return BACKENDS[name]
 
 
-__all__ = ["BACKENDS", "get", "Events", "Tracer", "TracerError"]
+__all__ = ["BACKENDS", "get", "Events", "RunState", "Tracer", "TracerError"]

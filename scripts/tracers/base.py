@@ -2,8 +2,15 @@
 import os
 import shutil
 import subprocess
+import sys
+from dataclasses import dataclass
 
 from record import Events  # noqa: F401  (what events() returns)
+
+
+def say(msg):
+    """A line of progress for the human (stderr; the record is elsewhere)."""
+    print(msg, file=sys.stderr, flush=True)
 
 
 def proc_stat(pid):
@@ -37,9 +44,38 @@ class TracerError(Exception):
     """A tracer could not attach, count or detach; the message says why."""
 
 
+@dataclass
+class RunState:
+    """A back-end's own record of one run (run.state), kept between its
+    verbs; each back-end subclasses it with its fields."""
+
+    def take(self, field):
+        """The field's value, cleared: detach undoes a thing only once."""
+        value = getattr(self, field)
+        setattr(self, field, None)
+        return value
+
+
 class Tracer:
     name = "?"
     needs = {}  # program it needs on PATH -> the Debian package providing it
+    versions = ()  # programs whose --version meta.json records
+    attaches = True  # False for the baselines' "tracer" (nothing attached)
+    State = RunState
+
+    def params(self):
+        """Its own inputs (params.Param), beside the runner's."""
+        return []
+
+    def choose(self, args):
+        """Settles how it will run, from its inputs, before anything is
+        attached: a line to say, or None; raises TracerError when told to
+        run a way it cannot here (the runner exits 2)."""
+        return None
+
+    def describe(self):
+        """A line for the report's environment (meta.json "tracers"), or None."""
+        return None
 
     def available(self):
         return self.need_commands()
@@ -48,8 +84,8 @@ class Tracer:
         """Why this one configuration cannot run here, or None."""
         return None
 
-    def setup(self, kit):
-        pass
+    def setup(self, log):
+        """LOG: the kit's own log file."""
 
     def attach(self, run):
         pass

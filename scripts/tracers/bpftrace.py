@@ -5,8 +5,9 @@ do not contend and no update is lost.  bpftrace writes to its own file
 (-o) so the target's JSON record stays alone on stdout.
 """
 import re
+from dataclasses import dataclass
 
-from .base import Events, Tracer, TracerError
+from .base import Events, RunState, Tracer, TracerError
 
 HANDLERS = {
     "count": "@events = count();",
@@ -14,9 +15,17 @@ HANDLERS = {
 }
 
 
+@dataclass
+class State(RunState):
+    """What one run of this back-end keeps between its verbs."""
+    out: str = None  # bpftrace's -o file
+
+
 class Bpftrace(Tracer):
     name = "bpftrace"
+    State = State
     needs = {"bpftrace": "bpftrace"}
+    versions = ("bpftrace",)
 
     def available(self):
         return self.need_commands() or self.need_root()
@@ -33,12 +42,12 @@ class Bpftrace(Tracer):
         if any(" " in c for c in cmd):
             raise TracerError("bpftrace -c splits its command at spaces; move the kit to a "
                               "path without spaces")
-        run.state["bpftrace_out"] = run.scratch + "/bpftrace.out"
-        return ["bpftrace", "-o", run.state["bpftrace_out"], "-e", self.program(run),
+        run.state.out = run.scratch + "/bpftrace.out"
+        return ["bpftrace", "-o", run.state.out, "-e", self.program(run),
                 "-c", " ".join(cmd)]
 
     def events(self, run):
-        with open(run.state["bpftrace_out"]) as f:
+        with open(run.state.out) as f:
             out = f.read()
         with open(run.log, "a") as f:
             f.write(out[-4000:])

@@ -13,14 +13,23 @@ as lost.
 """
 import os
 import re
+from dataclasses import dataclass
 
 from . import tracefs
-from .base import Events, Tracer, TracerError
+from .base import Events, RunState, Tracer, TracerError
 from elfinfo import Elf
+
+
+@dataclass
+class State(RunState):
+    """What one run of this back-end keeps between its verbs."""
+    event: bool = None  # added its uprobe event
+    instance: str = None  # its tracefs instance
 
 
 class Ftrace(Tracer):
     name = "ftrace"
+    State = State
 
     def available(self):
         why = self.need_root()
@@ -30,7 +39,7 @@ class Ftrace(Tracer):
             return "the kernel has no tracefs (CONFIG_TRACING off?)"
         return None
 
-    def setup(self, kit):
+    def setup(self, log):
         if not tracefs.MOUNTS.ensure():
             raise TracerError("could not mount tracefs at /sys/kernel/tracing")
         if not os.path.exists(os.path.join(tracefs.find(), "uprobe_events")):
@@ -63,10 +72,10 @@ class Ftrace(Tracer):
         group = run.tag
         try:
             spec = tracefs.add_uprobe(group, self.event(run), run.build, off, sem, fetch)
-            run.state["ftrace_event"] = True
+            run.state.event = True
             inst = os.path.join(tracefs.find(), "instances", group)
             os.mkdir(inst)
-            run.state["ftrace_instance"] = inst
+            run.state.instance = inst
             tracefs.write(os.path.join(inst, "options", "overwrite"), "1")
             tracefs.write(os.path.join(inst, "events", group, self.event(run), "enable"), "1")
         except OSError as e:
@@ -80,7 +89,7 @@ class Ftrace(Tracer):
             raise TracerError(f"ftrace: {self.event(run)} on {run.build} is missing from "
                               "uprobe_profile")
         dropped = overrun = 0
-        percpu = os.path.join(run.state["ftrace_instance"], "per_cpu")
+        percpu = os.path.join(run.state.instance, "per_cpu")
         for cpu in os.listdir(percpu):
             with open(os.path.join(percpu, cpu, "stats")) as f:
                 stats = f.read()
@@ -90,13 +99,13 @@ class Ftrace(Tracer):
                       "(flight recorder; hits are counted apart from it)")
 
     def detach(self, run):
-        inst = run.state.pop("ftrace_instance", None)
+        inst = run.state.take("instance")
         if inst and os.path.isdir(inst):
             en = os.path.join(inst, "events", run.tag, self.event(run), "enable")
             if os.path.exists(en):
                 tracefs.write(en, "0")
             os.rmdir(inst)
-        if run.state.pop("ftrace_event", None):
+        if run.state.take("event"):
             tracefs.remove_uprobe(run.tag, self.event(run))
 
 

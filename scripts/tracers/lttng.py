@@ -25,8 +25,9 @@ import shutil
 import signal
 import tempfile
 import time
+from dataclasses import dataclass
 
-from .base import Events, Tracer, TracerError, live
+from .base import Events, RunState, Tracer, TracerError, live, say
 
 SUBBUF_SIZE, NUM_SUBBUF = "1M", 8
 CHANNEL = ["--subbuf-size", SUBBUF_SIZE, "--num-subbuf", str(NUM_SUBBUF)]
@@ -59,10 +60,20 @@ def count(trace_dir, log):
     return counts
 
 
+@dataclass
+class State(RunState):
+    """What one run of this back-end keeps between its verbs."""
+    dir: str = None  # the session's output
+    session: str = None  # the session's name, once created
+    cpu0: tuple = None  # consumer daemons' (user, system) ns at start
+
+
 class Lttng(Tracer):
     name = "lttng"
+    State = State
     needs = {"lttng": "lttng-tools", "lttng-sessiond": "lttng-tools",
              "babeltrace2": "babeltrace2"}
+    versions = ("lttng", "babeltrace2")
 
     def __init__(self):
         self.started = set()
@@ -71,11 +82,11 @@ class Lttng(Tracer):
     def available(self):
         return self.need_commands()
 
-    def setup(self, kit):
-        self.log = kit.log
+    def setup(self, log):
+        self.log = log
         if sessiond_pids():
             return
-        self.start_daemon(kit.say)
+        self.start_daemon(say)
 
     def start_daemon(self, say):
         before = sessiond_pids()
@@ -107,30 +118,30 @@ class Lttng(Tracer):
             self.started = set()
             with open(run.log, "a") as f:
                 self.start_daemon(lambda m: f.write(f"{m} (the one before died)\n"))
-        out = run.state["lttng_dir"] = os.path.join(run.scratch, "lttng-trace")
+        out = run.state.dir = os.path.join(run.scratch, "lttng-trace")
         snap = run.cfg.mode == "snapshot"
         self.lttng(run, "create", run.tag, "--output", out, *(["--snapshot"] if snap else []))
-        run.state["lttng_session"] = run.tag
+        run.state.session = run.tag
         self.lttng(run, "enable-channel", "-u", "-s", run.tag, *CHANNEL,
                    *(["--overwrite"] if snap else []), "kitch")
         self.lttng(run, "enable-event", "-u", "-s", run.tag, "-c", "kitch",
                    "benchmark:single_trace")
         self.lttng(run, "start", run.tag)
-        run.state["lttng_cpu0"] = consumerd_cpu_ns()
+        run.state.cpu0 = consumerd_cpu_ns()
 
     def events(self, run):
         stop = self.lttng(run, "stop", run.tag)
-        u0, s0 = run.state.pop("lttng_cpu0")
+        u0, s0 = run.state.take("cpu0")
         u1, s1 = consumerd_cpu_ns()
         discarded = sum(int(x) for x in re.findall(r"(\d+) events? (?:were|was) discarded", stop))
         cpu = (u1 - u0, s1 - s0)
         if run.cfg.mode != "snapshot":
-            c = count(run.state["lttng_dir"], run.log)
+            c = count(run.state.dir, run.log)
             return Events(c["Event"], discarded + c.get("Discarded event", 0),
                           tracer_cpu_ns=cpu)
         self.lttng(run, "snapshot", "record", "-s", run.tag)
         seen, full, streams, gaps = 0, 0, 0, 0
-        for d, _, files in os.walk(run.state["lttng_dir"]):
+        for d, _, files in os.walk(run.state.dir):
             for f in sorted(files):
                 if f.startswith("kitch_"):
                     c = self.count_stream(d, f, run.log)
@@ -154,10 +165,10 @@ class Lttng(Tracer):
             return count(one, log)
 
     def detach(self, run):
-        s = run.state.pop("lttng_session", None)
+        s = run.state.take("session")
         if s:
             self.sh(["lttng", "--no-sessiond", "destroy", s], log=run.log, check=False)
-        d = run.state.pop("lttng_dir", None)
+        d = run.state.take("dir")
         if d:
             shutil.rmtree(d, ignore_errors=True)
 

@@ -4,6 +4,7 @@ from .base import Events, Tracer
 
 class NoTracer(Tracer):
     name = "none"
+    attaches = False
 
     def events(self, run):
         return Events(None, None)

@@ -19,17 +19,27 @@ duplicates perf wrote.
 import os
 import re
 import subprocess
+from dataclasses import dataclass
 
 from . import tracefs
-from .base import Events, Tracer, TracerError
+from .base import Events, RunState, Tracer, TracerError
 
 BUILDID_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "build",
                                            "perf-buildid"))
 
 
+@dataclass
+class State(RunState):
+    """What one run of this back-end keeps between its verbs."""
+    event: str = None  # the perf probe event, once added
+    data: str = None  # perf's output file
+
+
 class Perf(Tracer):
     name = "perf"
+    State = State
     needs = {"perf": "linux-perf"}
+    versions = ("perf",)
 
     def available(self):
         why = self.need_commands() or self.need_root()
@@ -42,7 +52,7 @@ class Perf(Tracer):
             return "perf does not run here: " + (r.strip().splitlines() or ["?"])[-1]
         return None
 
-    def setup(self, kit):
+    def setup(self, log):
         if not tracefs.MOUNTS.ensure():
             raise TracerError("could not mount tracefs at /sys/kernel/tracing")
 
@@ -57,24 +67,24 @@ class Perf(Tracer):
         m = re.search(r"^\s+(sdt_benchmark:single_trace\w*) \(on ", out, re.M)
         if not m:
             raise TracerError("perf probe added no event (see its log)")
-        run.state["perf_event"] = m.group(1)
-        run.state["perf_data"] = os.path.join(run.scratch, "perf.data")
+        run.state.event = m.group(1)
+        run.state.data = os.path.join(run.scratch, "perf.data")
 
     def wrap(self, run, cmd):
-        ev = run.state["perf_event"]
+        ev = run.state.event
         if run.cfg.mode == "stat":
-            return ["perf", "stat", "-x,", "-e", ev, "-o", run.state["perf_data"] + ".stat",
+            return ["perf", "stat", "-x,", "-e", ev, "-o", run.state.data + ".stat",
                     "--", *cmd]
-        return ["perf", "record", "-q", "-e", ev, "-o", run.state["perf_data"], "--", *cmd]
+        return ["perf", "record", "-q", "-e", ev, "-o", run.state.data, "--", *cmd]
 
     def events(self, run):
-        data = run.state["perf_data"]
+        data = run.state.data
         if run.cfg.mode == "stat":
             with open(data + ".stat") as f:
                 text = f.read()
             with open(run.log, "a") as f:
                 f.write(text)
-            m = re.search(r"^(\d+),[^,]*," + re.escape(run.state["perf_event"]) + ",", text, re.M)
+            m = re.search(r"^(\d+),[^,]*," + re.escape(run.state.event) + ",", text, re.M)
             if not m:
                 raise TracerError("perf stat printed no count for the event")
             return Events(int(m.group(1)), 0, "counted in the kernel (perf stat)")
@@ -107,7 +117,7 @@ class Perf(Tracer):
         return len(set(p.stdout.splitlines()))
 
     def detach(self, run):
-        ev = run.state.pop("perf_event", None)
+        ev = run.state.take("event")
         if ev:
             self.sh(self.perf("probe", "-d", ev), log=run.log, check=False)
             if tracefs.uprobe_defined(*ev.split(":")):

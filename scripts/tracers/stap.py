@@ -18,8 +18,8 @@ runs the target; the count is the end probe's line in FILE.  stap 4.8's
 BPF runtime cannot read $v or $arg1, so there the scripts print a
 constant in the argument's place (see each script); rows say so.
 
-The runtime is chosen once: module where it works, else bpf;
-STAP_RUNTIME=module|bpf forces one (an error if it cannot run here).
+The runtime is chosen once, in choose(): module where it works, else
+bpf; STAP_RUNTIME=module|bpf forces one (an error if it cannot run here).
 """
 import gzip
 import os
@@ -29,9 +29,11 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
+from params import Param, one_of
 from . import tracefs
-from .base import Events, Tracer, TracerError, live
+from .base import Events, RunState, Tracer, TracerError, live
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 STUB = os.path.join(ROOT, "build", "stap-kernel")
@@ -64,9 +66,20 @@ def can_raise_memlock():
     return r.returncode == 0
 
 
+@dataclass
+class State(RunState):
+    """What one run of this back-end keeps between its verbs."""
+    flags: str = None  # stap's flags for this run
+    module: str = None  # the module's name, once built
+    out: str = None  # stap -o file (bpf runtime)
+    stapbpf_pid: int = None  # stapbpf's pid, learnt while it runs
+
+
 class Stap(Tracer):
     name = "stap"
+    State = State
     needs = {"stap": "systemtap"}
+    versions = ("stap",)
 
     def __init__(self):
         self.runtime = None  # "module" or "bpf", once chosen
@@ -100,7 +113,23 @@ class Stap(Tracer):
                     "(< 5.11) charges BPF maps to it")
         return None
 
-    def choose(self, forced=None):
+    def params(self):
+        return [Param("STAP_RUNTIME", one_of("STAP_RUNTIME", "module", "bpf", "auto"), "auto",
+                      "SystemTap's runtime: auto is module where it works, else bpf")]
+
+    def choose(self, args):
+        forced = None if args.stap_runtime == "auto" else args.stap_runtime
+        if self.pick(forced):  # neither runtime: each row's skip reason says why
+            return None
+        return f"SystemTap runs on the {self.runtime} runtime: {self.why}"
+
+    def describe(self):
+        if not self.runtime:
+            return None
+        return (f"SystemTap runtime: {self.runtime} ({self.why}); "
+                f"flags: {' '.join(self.base_flags())}")
+
+    def pick(self, forced=None):
         """Pick the runtime; returns None, or a reason when nothing can run
         (raises TracerError when a forced runtime cannot run here)."""
         why = self.need_commands() or self.need_root()
@@ -124,10 +153,10 @@ class Stap(Tracer):
     def available(self):
         if self.runtime:
             return None
-        return self.choose()
+        return self.pick()
 
     # -- set-up ----------------------------------------------------------------
-    def setup(self, kit):
+    def setup(self, log):
         if self.runtime != "bpf":
             return
         if not tracefs.MOUNTS.ensure("debugfs", "/sys/kernel/debug"):
@@ -178,11 +207,11 @@ class Stap(Tracer):
 
     # -- the verbs ---------------------------------------------------------------
     def attach(self, run):
-        run.state["stap_flags"] = " ".join(self.flags(run))
+        run.state.flags = " ".join(self.flags(run))
         if self.runtime != "module":
             return
         mod = self.module_name(run)
-        run.state["stap_module"] = mod
+        run.state.module = mod
         self.sh(["stap", "-F", "-m", mod, *self.flags(run), run.cfg.script], log=run.log,
                 timeout=600, env=self.env())
         for _ in range(300):
@@ -198,7 +227,7 @@ class Stap(Tracer):
     def wrap(self, run, cmd):
         if self.runtime == "module":
             return cmd
-        out = run.state["stap_out"] = os.path.join(run.scratch, "stap.out")
+        out = run.state.out = os.path.join(run.scratch, "stap.out")
         run.env = self.env(run.env)
         # No -m here: with a module name, the bpf runtime leaves NAME.bo in
         # the working directory.
@@ -211,24 +240,24 @@ class Stap(Tracer):
             return True
         for pid, fields in live("stapbpf"):
             if int(fields[2]) == pgid:
-                run.state["stapbpf_pid"] = pid
+                run.state.stapbpf_pid = pid
                 return True
         return False
 
     def events(self, run):
         if self.runtime == "module":
-            mod = run.state["stap_module"]
+            mod = run.state.module
             if run.cfg.mode == "alibi":
                 return Events(None, 0, "-DSTP_ALIBI skips every handler, the count too: "
                               "unverifiable", runtime=self.runtime)
             with open(f"/proc/systemtap/{mod}/events") as f:
                 text = f.read()
-            note = f"module runtime, flags {run.state['stap_flags']}"
+            note = f"module runtime, flags {run.state.flags}"
         else:
-            with open(run.state["stap_out"]) as f:
-                f.seek(max(0, os.path.getsize(run.state["stap_out"]) - 4096))
+            with open(run.state.out) as f:
+                f.seek(max(0, os.path.getsize(run.state.out) - 4096))
                 text = f.read()
-            os.unlink(run.state["stap_out"])  # one line per event; the count is kept
+            os.unlink(run.state.out)  # one line per event; the count is kept
             note = BPF_NOTE if run.cfg.action == "record" else "bpf runtime"
         with open(run.log) as f:
             log = f.read()
@@ -248,7 +277,7 @@ class Stap(Tracer):
         return Events(int(m.group(1)), lost, note, runtime=self.runtime)
 
     def detach(self, run):
-        pid = run.state.pop("stapbpf_pid", None)
+        pid = run.state.take("stapbpf_pid")
         t = tracefs.find()
         if pid and t and not os.path.exists(f"/proc/{pid}"):
             with open(os.path.join(t, "uprobe_events")) as f:
@@ -258,7 +287,7 @@ class Stap(Tracer):
             if left:
                 with open(run.log, "a") as f:
                     f.write(f"removed {len(left)} uprobes that stapbpf {pid} left behind\n")
-        mod = run.state.pop("stap_module", None)
+        mod = run.state.take("module")
         if mod and os.path.exists(f"/sys/module/{mod}"):
             self.sh(["staprun", "-d", mod], log=run.log, check=False)
             if os.path.exists(f"/sys/module/{mod}"):

@@ -3,20 +3,29 @@ and exit, through mcount); single_trace's calls are counted from
 `uftrace report`."""
 import re
 import shutil
+from dataclasses import dataclass
 
-from .base import Events, Tracer, TracerError
+from .base import Events, RunState, Tracer, TracerError
+
+
+@dataclass
+class State(RunState):
+    """What one run of this back-end keeps between its verbs."""
+    dir: str = None  # uftrace's data folder
 
 
 class Uftrace(Tracer):
     name = "uftrace"
+    State = State
     needs = {"uftrace": "uftrace"}
+    versions = ("uftrace",)
 
     def wrap(self, run, cmd):
-        d = run.state["uftrace_dir"] = run.scratch + "/uftrace.data"
+        d = run.state.dir = run.scratch + "/uftrace.data"
         return ["uftrace", "record", "--no-pager", "-d", d, *cmd]
 
     def events(self, run):
-        d = run.state["uftrace_dir"]
+        d = run.state.dir
         out = self.sh(["uftrace", "report", "--no-pager", "-d", d], log=run.log, timeout=600)
         # Columns: total time, self time (each "N unit"), calls, function.
         m = re.search(r"\s(\d+)\s+single_trace\s*$", out, re.M)
@@ -25,7 +34,7 @@ class Uftrace(Tracer):
         return Events(int(m.group(1)), 0, "uftrace reports no drop counter")
 
     def detach(self, run):
-        d = run.state.pop("uftrace_dir", None)
+        d = run.state.take("dir")
         if d:
             shutil.rmtree(d, ignore_errors=True)
 

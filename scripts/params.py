@@ -1,0 +1,193 @@
+"""params.py: the runner's inputs, each in one place: make's variable
+NAME, run.py's flag --name, its range (the error names both the variable
+and what is allowed) and its default.  `make run` hands the variables over
+through the environment only; a flag given to run.py wins over it.  A
+tracer back-end adds its own (SystemTap's STAP_RUNTIME) through its
+params().  `python3 scripts/run.py --help` lists them all.
+
+Nothing to run: run.py calls parse_args().
+"""
+import argparse
+import fnmatch
+import os
+import random
+import re
+from dataclasses import dataclass
+
+import configs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+MAX_THREADS = 1024  # as in src/benchmark.c
+MAX_ITER = 10 ** 12  # as in src/benchmark.c
+DEFAULT_TIME_LIMIT = 600  # s, for a run whose cell has no warm-up estimate
+TIME_LIMIT_MARGIN = 120  # s added to 10x the warm-up estimate: tracer start and end
+
+
+def cpus():
+    """CPUs this process may run on (its affinity mask, not the machine's)."""
+    return len(os.sched_getaffinity(0))
+
+
+def parse_threads(text):
+    """THREADS: 'A..B', 'A,B,C' or 'A', each 1..MAX_THREADS, ascending."""
+    allowed = f"'A..B' (A <= B), 'A,B,...' or 'A', whole numbers in 1..{MAX_THREADS}"
+    m = re.fullmatch(r"(\d+)\.\.(\d+)", text)
+    if m:
+        values = list(range(int(m.group(1)), int(m.group(2)) + 1))
+        if not values:
+            raise argparse.ArgumentTypeError(f"THREADS '{text}' is not allowed: want {allowed}")
+    elif re.fullmatch(r"\d+(,\d+)*", text):
+        values = [int(x) for x in text.split(",")]
+    else:
+        raise argparse.ArgumentTypeError(f"THREADS '{text}' is not allowed: want {allowed}")
+    if min(values) < 1 or max(values) > MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"THREADS '{text}' is not allowed: want {allowed}")
+    return sorted(set(values))
+
+
+def int_in(name, lo, hi):
+    def parse(text):
+        if not re.fullmatch(r"\d+", text) or not lo <= int(text) <= hi:
+            raise argparse.ArgumentTypeError(
+                f"{name} '{text}' is not allowed: want a whole number in {lo}..{hi}")
+        return int(text)
+    return parse
+
+
+def flag01(name):
+    def parse(text):
+        if text not in ("0", "1"):
+            raise argparse.ArgumentTypeError(f"{name} '{text}' is not allowed: want 0 or 1")
+        return text == "1"
+    return parse
+
+
+def parse_configs(text):
+    names = [c.name for c in configs.CONFIGS]
+    picked = []
+    for pat in re.split(r"[,\s]+", text.strip()):
+        if not pat:
+            continue
+        hits = fnmatch.filter(names, pat)
+        if not hits:
+            raise argparse.ArgumentTypeError(
+                f"CONFIGS '{pat}' matches no configuration; allowed: {', '.join(names)} "
+                "(or shell-style patterns of them; `make configs` lists them)")
+        picked += [h for h in hits if h not in picked]
+    if not picked:
+        raise argparse.ArgumentTypeError("CONFIGS is empty")
+    # Keep the table's order, so baselines stay first.
+    return [c for c in configs.CONFIGS if c.name in picked]
+
+
+def seconds_in(name, lo, hi, extra=""):
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            v = -1
+        if not lo <= v <= hi or v != v:
+            raise argparse.ArgumentTypeError(
+                f"{name} '{text}' is not allowed: want seconds in {lo}..{hi}{extra}")
+        return v
+    return parse
+
+
+def one_of(name, *allowed):
+    def parse(text):
+        if text not in allowed:
+            raise argparse.ArgumentTypeError(
+                f"{name} '{text}' is not allowed: want {', '.join(allowed[:-1])} or {allowed[-1]}")
+        return text
+    return parse
+
+
+@dataclass(frozen=True)
+class Param:
+    """One input of the runner: make's variable NAME, run.py's flag
+    --name (which wins over NAME in the environment, which is how make
+    hands it over), its parser (which names NAME and the range in its
+    error) and its default, written here and nowhere else."""
+    name: str
+    parse: object
+    default: object
+    help: str
+    shown: str = None  # the default as --help and `make help` say it
+
+    @property
+    def flag(self):
+        return "--" + self.name.lower().replace("_", "-")
+
+    @property
+    def dest(self):
+        return self.name.lower()
+
+
+PARAMS = [
+    Param("THREADS", parse_threads, None, "thread counts: 1..8, 1,2,4,8 or 4", "1..CPUs"),
+    Param("ITER", int_in("ITER", 1, MAX_ITER), 10000000, "calls per thread"),
+    Param("RUNS", int_in("RUNS", 1, 1000), 3, "repetitions of each cell"),
+    Param("CONFIGS", parse_configs, None, "names or patterns, comma-separated (make configs)",
+          "all"),
+    Param("QUICK", flag01("QUICK"), False, "1: a fast smoke run: ITER=100000 RUNS=1 "
+          "THREADS=1..2, no warm-up", "0"),
+    Param("NO_INSTALL", flag01("NO_INSTALL"), False, "1: never install missing Debian packages",
+          "0"),
+    Param("MAX_RUN_S", seconds_in("MAX_RUN_S", 0, 3600, " (0: no cap)"), 2.0,
+          "a traced cell's calls are cut so one run takes about this long (0: ITER)"),
+    Param("MIN_RUN_S", seconds_in("MIN_RUN_S", 0, 3600, " (0: ITER)"), 1.0,
+          "an untraced cell's calls are raised so one run lasts at least this long (0: ITER)"),
+    Param("PIN", flag01("PIN"), False, "1: pin thread k to the k-th allowed CPU", "0"),
+    Param("SEED", int_in("SEED", 0, 2 ** 32 - 1), None,
+          "seed of the interleaving shuffle (meta.json records it)", "new each run"),
+    Param("TIME_LIMIT", seconds_in("TIME_LIMIT", 1, 86400), None,
+          "seconds before a run counts as hung and is killed",
+          f"10x its warm-up + {TIME_LIMIT_MARGIN} s, or {DEFAULT_TIME_LIMIT} s"),
+]
+# What QUICK=1 changes, where the variable is not given.
+QUICK = {"ITER": 100000, "RUNS": 1, "MAX_RUN_S": 0, "MIN_RUN_S": 0}
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.exit(2, f"run: {message} (see --help)\n")
+
+
+def parse_args(argv, extra=()):
+    """The runner's arguments: PARAMS and the back-ends' EXTRA ones."""
+    p = Parser(prog="run.py", description=__doc__.split("\n\n")[0],
+               epilog="Each flag may also come from the environment variable of its "
+                      "name (THREADS=...), which is how `make run` passes it; a flag wins.")
+    params = PARAMS + list(extra)
+    for par in params:
+        # argparse parses a string default only where the flag is not
+        # given, so a flag wins over the variable, and a bad variable gets
+        # the flag's error.
+        shown = par.default if par.shown is None else par.shown
+        p.add_argument(par.flag, type=par.parse, default=os.environ.get(par.name),
+                       metavar=par.name, help=f"{par.help} (default {shown})")
+    p.add_argument("--results", default=os.path.join(ROOT, "results"), metavar="DIR",
+                   help="where the results folder is made (default results/)")
+    p.add_argument("--no-report", action="store_true", help="do not run scripts/report.py")
+    p.add_argument("--list", action="store_true", help="print the configurations and exit")
+    p.add_argument("--vars", action="store_true",
+                   help="print the variables, one NAME=default a line, and exit (for make)")
+    a = p.parse_args(argv)
+    a.params = params
+    quick = a.quick if a.quick is not None else False
+    for par in params:  # the defaults, where neither flag nor variable was given
+        if getattr(a, par.dest) is None:
+            setattr(a, par.dest, QUICK[par.name] if quick and par.name in QUICK
+                    else par.default)
+    ncpu = cpus()
+    a.threads = a.threads or list(range(1, (min(2, ncpu) if quick else ncpu) + 1))
+    if a.seed is None:
+        a.seed = random.SystemRandom().randrange(2 ** 32)
+    a.configs = a.configs or list(configs.CONFIGS)
+    return a
+
+
+def defaults(params):
+    """NAME=default lines, for `make help`."""
+    return [f"{p.name}={p.default if p.shown is None else p.shown}" for p in params]

@@ -1,0 +1,139 @@
+"""supervise.py: the runner's process supervision, apart from what it
+measures: starts a run's command in its own session, waits for it under a
+time limit while the tracer back-end watches it, kills whatever is left
+of the session, and undoes every attach and set-up that is still pending
+(on success, failure, crash, hang and Ctrl-C).
+
+Nothing to run: run.py's Kit owns one Supervisor.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+
+from tracers import tracefs
+from tracers.base import TracerError, live, say
+
+POLL_S = 0.01  # the wait loop's sleep while a run is going
+KILL_TRIES = 100  # rounds of SIGKILL over a session before giving up
+KILL_PAUSE_S = 0.05  # between those rounds
+WAIT_S = 10  # for a killed command to be reaped
+EXPLAIN_LINES = 3  # lines of a failed run's log quoted in its reason
+
+
+class Supervisor:
+    def __init__(self):
+        self.child = None
+        self.attached = []  # (tracer, run) whose detach is pending
+        self.set_up = []  # back-ends whose teardown is pending
+
+    def execute(self, tracer, run, cmd, limit, cwd):
+        """Starts CMD in its own session and waits, up to LIMIT seconds.
+        Returns (the target's record, the rusage of CMD and its children,
+        why it failed or None)."""
+        out_path = os.path.join(run.scratch, "target.json")
+        with open(out_path, "w") as out, open(run.log, "a") as log:
+            log.write("$ " + " ".join(cmd) + "\n")
+            log.flush()
+            self.child = subprocess.Popen(cmd, stdout=out, stderr=log, stdin=subprocess.DEVNULL,
+                                          cwd=cwd, start_new_session=True, env=run.env)
+        deadline = time.monotonic() + limit
+        status = rusage = None
+        watching = True
+        # One loop, one sleep a turn: the runner must not compete for a CPU
+        # with the run it measures, and the time limit holds in every state.
+        while status is None:
+            pid, st, ru = os.wait4(self.child.pid, os.WNOHANG)
+            if pid:
+                status, rusage = st, ru
+                break
+            if watching:
+                watching = not tracer.watch(run, self.child.pid)
+            if time.monotonic() > deadline:
+                self.kill_child()
+                return None, None, f"{os.path.basename(cmd[0])} hung: killed after {limit:.0f} s"
+            time.sleep(POLL_S)
+        self.child.returncode = os.waitstatus_to_exitcode(status)
+        self.kill_child()  # whatever the tracer left of the group (a stray target)
+        name = os.path.basename(cmd[0])
+        rc = self.child.returncode
+        self.child = None
+        with open(out_path) as f:
+            text = f.read()
+        with open(run.log, "a") as log:
+            log.write(text)
+        if rc < 0:
+            return None, None, f"{name} was killed by signal {-rc} ({signal.Signals(-rc).name})"
+        if rc != 0:
+            return None, None, f"{name} exited with status {rc}" + explain(run.log)
+        recs = [ln for ln in text.splitlines() if ln.startswith('{"build"')]
+        if len(recs) != 1:
+            return None, None, f"the target printed {len(recs)} records, not 1"
+        return json.loads(recs[0]), rusage, None
+
+    def kill_child(self):
+        """Kills the run's whole session: the command, and whatever it
+        started, even if a tracer moved it to another process group or
+        died and left it to init (a target outliving a crashed stapbpf)."""
+        c = self.child
+        if c is None:
+            return
+        for _ in range(KILL_TRIES):
+            left = session_members(c.pid)
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if c.returncode is None:
+                try:
+                    c.wait(timeout=WAIT_S)
+                except subprocess.TimeoutExpired:
+                    pass
+            if not left:
+                break
+            time.sleep(KILL_PAUSE_S)
+
+    def attach(self, tracer, run):
+        self.attached.append((tracer, run))  # detach undoes whatever part was done
+        tracer.attach(run)
+
+    def detach(self, tracer, run):
+        self.kill_child()
+        tracer.detach(run)  # if this raises, cleanup() tries again
+        self.attached.remove((tracer, run))
+
+    def setup(self, tracer, log):
+        self.set_up.append(tracer)  # teardown undoes whatever part of setup was done
+        tracer.setup(log)
+
+    def cleanup(self):
+        self.kill_child()
+        for tracer, run in list(self.attached):
+            try:
+                tracer.detach(run)
+            except (TracerError, OSError) as e:
+                say(f"run: cleanup of {run.cfg.name}: {e}")
+            self.attached.remove((tracer, run))
+        for t in self.set_up:
+            try:
+                t.teardown()
+            except (TracerError, OSError) as e:
+                say(f"run: teardown of {t.name}: {e}")
+        self.set_up = []
+        tracefs.MOUNTS.release()
+
+
+def session_members(sid):
+    """Pids of the live processes in session SID (zombies excluded)."""
+    return [pid for pid, fields in live() if int(fields[3]) == sid]
+
+
+def explain(log):
+    """The lines of a failed run's log that say what went wrong."""
+    with open(log, errors="replace") as f:
+        lines = [ln.strip() for ln in f if ln.strip() and not ln.startswith(("{", "$", "Tip:"))]
+    why = [ln for ln in lines if re.search(r"error|abort|signal|lost|fail", ln, re.I)]
+    return (": " + " / ".join(why[-EXPLAIN_LINES:])) if why else ""
