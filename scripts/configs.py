@@ -1,12 +1,13 @@
 """configs.py: the kit's configurations, one row each.  `scripts/run.py
 --list` prints this table; CONFIGS=... picks rows by name or pattern.
 
-Columns: name, build (build/benchmark-BUILD), tracer (scripts/tracers/),
-probe (where: function entry, marker, marker with its semaphore raised,
-or marker with the semaphore left off), action (what the probe does:
-nothing, count only, or record a timestamp and the argument), mode
-(tracer-specific), script (stap), expect (all events, or none), and a
-one-line description.
+Columns: name, build (build/benchmark-BUILD, src/builds.tsv), tracer
+(scripts/tracers/), probe (where: function entry, marker, marker with its
+semaphore raised, marker with the semaphore left off, or an LTTng-UST
+tracepoint), action (what the probe does: nothing, count only, or record
+a timestamp and the argument), mode (tracer-specific), script (stap),
+expect (all events, none, or unverifiable), overwrite (a flight
+recorder), and a one-line description.
 """
 import os
 from dataclasses import dataclass
@@ -33,9 +34,9 @@ class Config:
     name: str
     build: str
     tracer: str
-    probe: str = ""  # function | marker | marker-semaphore | marker-noref
+    probe: str = ""  # function | marker | marker-semaphore | marker-noref | tracepoint
     action: str = ""  # count | record
-    mode: str = ""
+    mode: str = ""  # perf: stat | record; lttng: snapshot | disk; stap: alibi
     script: str = ""
     expect: str = "all"  # all: threads x iterations events; none: 0 events
     overwrite: bool = False  # a flight recorder keeps only the newest events

@@ -3,9 +3,25 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 
 from record import Events  # noqa: F401  (what events() returns)
+
+TOOL_TIMEOUT_S = 120  # a tracer's command that sets up or tears down
+LONG_TIMEOUT_S = 600  # one that compiles, or reads a whole run's data
+LOG_TAIL = 4096  # bytes of a tracer's output copied to the log, or read for its count
+POLL_S = 0.1  # wait_for's step
+
+
+def wait_for(done, seconds):
+    """Polls DONE() every POLL_S until it is true (True) or SECONDS pass (False)."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL_S)
+    return True
 
 
 def say(msg):
@@ -124,7 +140,7 @@ class Tracer:
         return None if os.geteuid() == 0 else "needs root (uprobes and tracefs are root-only)"
 
     @staticmethod
-    def sh(cmd, log=None, check=True, timeout=120, env=None):
+    def sh(cmd, log=None, check=True, timeout=TOOL_TIMEOUT_S, env=None):
         """Run CMD (a list, never a shell string); its output goes to LOG
         (appended) and is returned.  A failure raises TracerError with the
         command's last line of output."""

@@ -7,7 +7,7 @@ do not contend and no update is lost.  bpftrace writes to its own file
 import re
 from dataclasses import dataclass
 
-from .base import Events, RunState, Tracer, TracerError
+from .base import LOG_TAIL, Events, RunState, Tracer, TracerError
 
 HANDLERS = {
     "count": "@events = count();",
@@ -50,7 +50,7 @@ class Bpftrace(Tracer):
         with open(run.state.out) as f:
             out = f.read()
         with open(run.log, "a") as f:
-            f.write(out[-4000:])
+            f.write(out[-LOG_TAIL:])
         m = re.search(r"^@events: (\d+)$", out, re.M)
         if not m:
             raise TracerError("bpftrace printed no @events count")

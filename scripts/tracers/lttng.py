@@ -24,13 +24,14 @@ import re
 import shutil
 import signal
 import tempfile
-import time
 from dataclasses import dataclass
 
-from .base import Events, RunState, Tracer, TracerError, live, say
+from .base import (LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError, live, say,
+                   wait_for)
 
 SUBBUF_SIZE, NUM_SUBBUF = "1M", 8
 CHANNEL = ["--subbuf-size", SUBBUF_SIZE, "--num-subbuf", str(NUM_SUBBUF)]
+DAEMON_STOP_S = 5  # for the session daemon the kit started to exit after SIGTERM
 
 
 def consumerd_cpu_ns():
@@ -51,7 +52,7 @@ def count(trace_dir, log):
     """babeltrace2's counter over TRACE_DIR: {message kind: count}; the
     counter prints running totals as it goes, the last are final."""
     out = Tracer.sh(["babeltrace2", trace_dir, "-c", "sink.utils.counter"], log=log,
-                    timeout=600)
+                    timeout=LONG_TIMEOUT_S)
     counts = {}
     for n, kind in re.findall(r"^\s*(\d+) (\w[\w ]*?) messages?$", out, re.M):
         counts[kind] = int(n)
@@ -102,10 +103,7 @@ class Lttng(Tracer):
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 continue
-            for _ in range(50):
-                if pid not in sessiond_pids():
-                    break
-                time.sleep(0.1)
+            wait_for(lambda: pid not in sessiond_pids(), DAEMON_STOP_S)
         self.started = set()
 
     def lttng(self, run, *args):

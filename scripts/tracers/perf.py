@@ -22,7 +22,7 @@ import subprocess
 from dataclasses import dataclass
 
 from . import tracefs
-from .base import Events, RunState, Tracer, TracerError
+from .base import LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError
 
 BUILDID_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "build",
                                            "perf-buildid"))
@@ -109,9 +109,9 @@ class Perf(Tracer):
         try:
             p = subprocess.run(["perf", "script", "-i", data, "-F", "tid,time,trace", "--ns"],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               timeout=600)
+                               timeout=LONG_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            raise TracerError(f"perf script -i {data} hung for 600 s")
+            raise TracerError(f"perf script -i {data} hung for {LONG_TIMEOUT_S} s")
         if p.returncode != 0:
             raise TracerError(f"perf script -i {data} failed (exit {p.returncode})")
         return len(set(p.stdout.splitlines()))

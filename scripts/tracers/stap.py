@@ -28,17 +28,18 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 
 from params import Param, one_of
 from . import tracefs
-from .base import Events, RunState, Tracer, TracerError, live
+from .base import (LOG_TAIL, LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError, live,
+                   wait_for)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 STUB = os.path.join(ROOT, "build", "stap-kernel")
 SHIM = os.path.join(ROOT, "build", "memlock-shim.so")
 MODULE_FLAGS = ["-DSTP_NO_OVERLOAD", "--suppress-time-limits"]
+MODULE_LIVE_S = 30  # for a module `stap -F` loaded to become live
 BPF_NOTE = "bpf runtime: argument not read (stap 4.8 BPF cannot read $v/$arg1); a constant printed instead"
 
 
@@ -213,16 +214,16 @@ class Stap(Tracer):
         mod = self.module_name(run)
         run.state.module = mod
         self.sh(["stap", "-F", "-m", mod, *self.flags(run), run.cfg.script], log=run.log,
-                timeout=600, env=self.env())
-        for _ in range(300):
+                timeout=LONG_TIMEOUT_S, env=self.env())
+
+        def live_module():
             try:
                 with open(f"/sys/module/{mod}/initstate") as f:
-                    if f.read().strip() == "live":
-                        return
+                    return f.read().strip() == "live"
             except OSError:
-                pass
-            time.sleep(0.1)
-        raise TracerError(f"stap module {mod} did not become live in 30 s")
+                return False
+        if not wait_for(live_module, MODULE_LIVE_S):
+            raise TracerError(f"stap module {mod} did not become live in {MODULE_LIVE_S} s")
 
     def wrap(self, run, cmd):
         if self.runtime == "module":
@@ -255,7 +256,7 @@ class Stap(Tracer):
             note = f"module runtime, flags {run.state.flags}"
         else:
             with open(run.state.out) as f:
-                f.seek(max(0, os.path.getsize(run.state.out) - 4096))
+                f.seek(max(0, os.path.getsize(run.state.out) - LOG_TAIL))
                 text = f.read()
             os.unlink(run.state.out)  # one line per event; the count is kept
             note = BPF_NOTE if run.cfg.action == "record" else "bpf runtime"

@@ -5,7 +5,7 @@ import re
 import shutil
 from dataclasses import dataclass
 
-from .base import Events, RunState, Tracer, TracerError
+from .base import LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError
 
 
 @dataclass
@@ -26,7 +26,8 @@ class Uftrace(Tracer):
 
     def events(self, run):
         d = run.state.dir
-        out = self.sh(["uftrace", "report", "--no-pager", "-d", d], log=run.log, timeout=600)
+        out = self.sh(["uftrace", "report", "--no-pager", "-d", d], log=run.log,
+                      timeout=LONG_TIMEOUT_S)
         # Columns: total time, self time (each "N unit"), calls, function.
         m = re.search(r"\s(\d+)\s+single_trace\s*$", out, re.M)
         if not m:
