@@ -5,6 +5,18 @@
  * timed) and the run prints one JSON record on stdout and a readable
  * summary on stderr.  Run: build/benchmark-plain --threads 2 --iterations 1000000
  *
+ * --rate N paces each thread to N calls per second: the same loop runs in
+ * batches (about one per PACE_PERIOD_NS), and after each batch the thread
+ * sleeps until that batch's absolute deadline on CLOCK_MONOTONIC (start +
+ * calls so far / N), so a late wake-up is made up, never accumulated.  It
+ * sleeps rather than spins because a spinning thread is busy whatever the
+ * tracer costs, which would hide in-thread costs (a uprobe's trap) from
+ * the CPU accounting that paced runs are for.  Without --rate (or with
+ * --rate max) the loop is the tight one.  Around the release of the
+ * threads and after the last one ends, the target reads the machine's busy
+ * time from /proc/stat, so a runner can count CPU that no process of its
+ * own shows (in-kernel work, other daemons).
+ *
  * One source, several builds (see the Makefile): they differ only in the
  * trace header forced in with `-include src/trace/BUILD.h`, which defines
  * TRACE_SINGLE(v) (what single_trace contains), and in -DTRACE_BUILD=name.
@@ -31,6 +43,9 @@
 
 #define MAX_THREADS 1024
 #define MAX_ITERATIONS 1000000000000LL /* 10^12 per thread */
+#define MAX_RATE 1000000000LL /* calls per second per thread */
+#define PACE_PERIOD_NS 1000000LL /* a paced batch's length at rates of 1000/s and above */
+#define MAX_DURATION_MS 86400000LL /* a day */
 
 enum format { FORMAT_JSON, FORMAT_TEXT };
 
@@ -38,6 +53,8 @@ enum format { FORMAT_JSON, FORMAT_TEXT };
 struct params {
 	long threads;
 	long long iterations;
+	long long rate; /* calls per second per thread; 0: as fast as it can */
+	long long duration_ms; /* with rate: calls = rate x duration, and a cut-off */
 	int pin;
 	enum format format;
 	int quiet;
@@ -46,6 +63,8 @@ struct params {
 static const struct params defaults = {
 	.threads = 1,
 	.iterations = 10000000,
+	.rate = 0,
+	.duration_ms = 0,
 	.pin = 0,
 	.format = FORMAT_JSON,
 	.quiet = 0,
@@ -58,6 +77,7 @@ struct thread_result {
 	uint64_t user_ns, sys_ns; /* RUSAGE_THREAD deltas */
 	uint64_t cpu_ns; /* CLOCK_THREAD_CPUTIME_ID delta */
 	uint64_t calls;
+	uint64_t late; /* paced: batches that ended after their deadline */
 };
 
 /* The start gate: every thread waits here until all exist, then all are
@@ -75,7 +95,30 @@ struct worker {
 	pthread_t tid;
 	struct thread_result r;
 	long long iterations;
+	long long rate; /* 0: tight loop */
+	uint64_t batch; /* paced: calls between two deadlines */
+	uint64_t cutoff_ns; /* paced: a thread still behind at this long stops */
 };
+
+/* The machine's busy time so far, from /proc/stat's first line: user,
+ * nice, system, irq and softirq (guest time is inside user); idle, iowait
+ * and steal are not busy.  In ns, or UINT64_MAX if unreadable. */
+static uint64_t machine_busy_ns(void)
+{
+	unsigned long long user, nice, sys, idle, iowait, irq, softirq;
+	long hz = sysconf(_SC_CLK_TCK);
+	FILE *f = fopen("/proc/stat", "r");
+	int n;
+
+	if (!f)
+		return UINT64_MAX;
+	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &sys, &idle, &iowait,
+		   &irq, &softirq);
+	fclose(f);
+	if (n != 7 || hz <= 0)
+		return UINT64_MAX;
+	return (uint64_t)(user + nice + sys + irq + softirq) * (1000000000u / (uint64_t)hz);
+}
 
 /* The function every tracer probes.  It must stay a real, separate call
  * in every build: `noinline` keeps the call, and the empty volatile asm,
@@ -104,6 +147,40 @@ static void die(const char *what)
 	exit(1);
 }
 
+/* The same calls as the tight loop, in batches, each followed by a sleep
+ * to its absolute deadline; returns the calls made. */
+static uint64_t paced_loop(struct worker *w, uint64_t start)
+{
+	uint64_t i = 0, n = (uint64_t)w->iterations, end, deadline;
+	struct timespec now, at;
+	int err;
+
+	while (i < n) {
+		end = n - i > w->batch ? i + w->batch : n;
+		for (; i < end; i++)
+			single_trace((unsigned int)i);
+		/* start + i / rate s, in 128 bits: i * 10^9 overflows 64 */
+		deadline = start + (uint64_t)((unsigned __int128)i * 1000000000u / (uint64_t)w->rate);
+		if (clock_gettime(CLOCK_MONOTONIC, &now))
+			die("benchmark: clock");
+		if (ns_of(&now) > deadline) {
+			w->r.late++;
+			if (w->cutoff_ns && ns_of(&now) - start >= w->cutoff_ns)
+				break; /* it cannot keep up: the record says how far it got */
+			continue;
+		}
+		at.tv_sec = (time_t)(deadline / 1000000000u);
+		at.tv_nsec = (long)(deadline % 1000000000u);
+		while ((err = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL)) == EINTR)
+			;
+		if (err) {
+			errno = err;
+			die("benchmark: clock_nanosleep");
+		}
+	}
+	return i;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -125,8 +202,12 @@ static void *worker_main(void *arg)
 	if (getrusage(RUSAGE_THREAD, &ru0) || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0) ||
 	    clock_gettime(CLOCK_MONOTONIC, &t0))
 		die("benchmark: clock");
-	for (i = 0; i < (uint64_t)w->iterations; i++)
-		single_trace((unsigned int)i);
+	if (w->rate == 0) {
+		for (i = 0; i < (uint64_t)w->iterations; i++)
+			single_trace((unsigned int)i);
+	} else {
+		i = paced_loop(w, ns_of(&t0));
+	}
 	if (clock_gettime(CLOCK_MONOTONIC, &t1) || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1) ||
 	    getrusage(RUSAGE_THREAD, &ru1))
 		die("benchmark: clock");
@@ -141,8 +222,10 @@ static void *worker_main(void *arg)
 }
 
 /* Parse FLAG's VALUE as a whole decimal number in [MIN, MAX]; on anything
- * else (empty, trailing garbage, overflow, out of range) say so and exit 2. */
-static long long parse_range(const char *flag, const char *value, long long min, long long max)
+ * else (empty, trailing garbage, overflow, out of range) say so, with ALSO
+ * (what else is allowed, or ""), and exit 2. */
+static long long parse_range(const char *flag, const char *value, long long min, long long max,
+			     const char *also)
 {
 	char *end;
 	long long n;
@@ -150,8 +233,9 @@ static long long parse_range(const char *flag, const char *value, long long min,
 	errno = 0;
 	n = strtoll(value, &end, 10);
 	if (end == value || *end != '\0' || errno == ERANGE || n < min || n > max) {
-		fprintf(stderr, "benchmark: %s '%s' is not allowed: want a whole number in %lld..%lld\n",
-			flag, value, min, max);
+		fprintf(stderr,
+			"benchmark: %s '%s' is not allowed: want a whole number in %lld..%lld%s\n",
+			flag, value, min, max, also);
 		exit(2);
 	}
 	return n;
@@ -163,11 +247,17 @@ static void usage(FILE *f)
 		"usage: benchmark-%s [options]\n"
 		"  -t, --threads N      threads calling single_trace() (1..%d, default %ld)\n"
 		"  -i, --iterations N   calls per thread (1..%lld, default %lld)\n"
+		"  -r, --rate N|max     calls per second per thread (1..%lld), paced by sleeping\n"
+		"                       to absolute deadlines; max (default): a tight loop\n"
+		"  -d, --duration-ms N  with --rate: N ms of calls (rate x N / 1000 per thread,\n"
+		"                       instead of --iterations); a thread that falls behind\n"
+		"                       stops at N ms (1..%lld)\n"
 		"  -p, --pin            pin thread k to the k-th allowed CPU (round robin)\n"
 		"  -f, --format F       stdout gets: json (one record, default) or text\n"
 		"  -q, --quiet          no human summary on stderr (with --format json)\n"
 		"  -h, --help           this text\n",
-		TRACE_BUILD, MAX_THREADS, defaults.threads, MAX_ITERATIONS, defaults.iterations);
+		TRACE_BUILD, MAX_THREADS, defaults.threads, MAX_ITERATIONS, defaults.iterations,
+		MAX_RATE, MAX_DURATION_MS);
 }
 
 static struct params parse_args(int argc, char **argv)
@@ -175,6 +265,8 @@ static struct params parse_args(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "iterations", required_argument, NULL, 'i' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "duration-ms", required_argument, NULL, 'd' },
 		{ "pin", no_argument, NULL, 'p' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -184,13 +276,21 @@ static struct params parse_args(int argc, char **argv)
 	struct params p = defaults;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:i:pf:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:i:r:d:pf:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
-			p.threads = (long)parse_range("--threads", optarg, 1, MAX_THREADS);
+			p.threads = (long)parse_range("--threads", optarg, 1, MAX_THREADS, "");
 			break;
 		case 'i':
-			p.iterations = parse_range("--iterations", optarg, 1, MAX_ITERATIONS);
+			p.iterations = parse_range("--iterations", optarg, 1, MAX_ITERATIONS, "");
+			break;
+		case 'r':
+			p.rate = strcmp(optarg, "max") == 0
+					 ? 0
+					 : parse_range("--rate", optarg, 1, MAX_RATE, " or max");
+			break;
+		case 'd':
+			p.duration_ms = parse_range("--duration-ms", optarg, 1, MAX_DURATION_MS, "");
 			break;
 		case 'p':
 			p.pin = 1;
@@ -217,6 +317,16 @@ static struct params parse_args(int argc, char **argv)
 			exit(2);
 		}
 	}
+	if (p.duration_ms && !p.rate) {
+		fprintf(stderr, "benchmark: --duration-ms is allowed only with --rate N\n");
+		exit(2);
+	}
+	if (p.duration_ms) {
+		/* rate x duration, at least one call; both bounded, so no overflow */
+		p.iterations = p.rate * p.duration_ms / 1000;
+		if (p.iterations < 1)
+			p.iterations = 1;
+	}
 	if (optind < argc) {
 		fprintf(stderr, "benchmark: unexpected argument '%s' (options only; see --help)\n",
 			argv[optind]);
@@ -240,8 +350,13 @@ static int nth_allowed_cpu(long k)
 	return -1;
 }
 
+/* The machine's busy ns over the threads' window (see machine_busy_ns). */
+struct machine {
+	uint64_t busy0, busy1;
+};
+
 static void print_json(FILE *f, const struct params *p, const struct worker *w, uint64_t t0,
-		       uint64_t t1)
+		       uint64_t t1, const struct machine *m)
 {
 	struct rusage self;
 	long k;
@@ -253,17 +368,27 @@ static void print_json(FILE *f, const struct params *p, const struct worker *w, 
 	fprintf(f,
 		"{\"build\":\"%s\",\"pid\":%ld,\"threads\":%ld,\"iterations\":%lld,\"pinned\":%s,"
 		"\"clock\":\"CLOCK_MONOTONIC\",\"wall_ns\":%" PRIu64 ",\"process_user_ns\":%" PRIu64
-		",\"process_sys_ns\":%" PRIu64 ",\"per_thread\":[",
+		",\"process_sys_ns\":%" PRIu64 ",",
 		TRACE_BUILD, (long)getpid(), p->threads, p->iterations, p->pin ? "true" : "false",
 		t1 - t0, ns_of_tv(&self.ru_utime), ns_of_tv(&self.ru_stime));
+	if (p->rate)
+		fprintf(f, "\"rate\":%lld,\"pacing\":{\"method\":\"sleep\",\"batch\":%" PRIu64 "},",
+			p->rate, w[0].batch);
+	else
+		fprintf(f, "\"rate\":\"max\",\"pacing\":null,");
+	if (m->busy0 != UINT64_MAX && m->busy1 != UINT64_MAX)
+		fprintf(f, "\"machine_busy_ns\":%" PRIu64 ",", m->busy1 - m->busy0);
+	else
+		fprintf(f, "\"machine_busy_ns\":null,");
+	fprintf(f, "\"per_thread\":[");
 	for (k = 0; k < p->threads; k++) {
 		const struct thread_result *r = &w[k].r;
 		fprintf(f,
 			"%s{\"thread\":%ld,\"cpu\":%d,\"start_ns\":%" PRIu64 ",\"wall_ns\":%" PRIu64
 			",\"user_ns\":%" PRIu64 ",\"sys_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64
-			",\"calls\":%" PRIu64 "}",
+			",\"calls\":%" PRIu64 ",\"late\":%" PRIu64 "}",
 			k ? "," : "", r->id, r->cpu, r->start_ns - t0, r->end_ns - r->start_ns,
-			r->user_ns, r->sys_ns, r->cpu_ns, r->calls);
+			r->user_ns, r->sys_ns, r->cpu_ns, r->calls, r->late);
 	}
 	fprintf(f, "]}\n");
 }
@@ -290,6 +415,7 @@ int main(int argc, char **argv)
 {
 	struct params p = parse_args(argc, argv);
 	struct worker *w;
+	struct machine m;
 	uint64_t t0 = UINT64_MAX, t1 = 0;
 	long k, created;
 	int err;
@@ -305,6 +431,12 @@ int main(int argc, char **argv)
 		x->r.id = created;
 		x->r.cpu = p.pin ? nth_allowed_cpu(created) : -1;
 		x->iterations = p.iterations;
+		x->rate = p.rate;
+		/* About one batch per PACE_PERIOD_NS; below 1000/s, one call. */
+		x->batch = (uint64_t)(p.rate * PACE_PERIOD_NS / 1000000000LL);
+		if (x->batch < 1)
+			x->batch = 1;
+		x->cutoff_ns = (uint64_t)p.duration_ms * 1000000u;
 		if ((err = pthread_attr_init(&attr)))
 			break;
 		if (x->r.cpu >= 0) {
@@ -326,6 +458,7 @@ int main(int argc, char **argv)
 	else
 		while (gate.ready < p.threads)
 			pthread_cond_wait(&gate.cond, &gate.lock);
+	m.busy0 = machine_busy_ns();
 	gate.open = 1;
 	pthread_cond_broadcast(&gate.cond);
 	pthread_mutex_unlock(&gate.lock);
@@ -333,6 +466,7 @@ int main(int argc, char **argv)
 	for (k = 0; k < created; k++)
 		if (pthread_join(w[k].tid, NULL))
 			die("benchmark: pthread_join");
+	m.busy1 = machine_busy_ns();
 	if (gate.abort) {
 		fprintf(stderr, "benchmark: could not start thread %ld of %ld: %s\n", created + 1,
 			p.threads, strerror(err));
@@ -347,7 +481,7 @@ int main(int argc, char **argv)
 			t1 = w[k].r.end_ns;
 	}
 	if (p.format == FORMAT_JSON) {
-		print_json(stdout, &p, w, t0, t1);
+		print_json(stdout, &p, w, t0, t1, &m);
 		if (!p.quiet)
 			print_text(stderr, &p, w, t0, t1);
 	} else {
