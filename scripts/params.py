@@ -20,6 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MAX_THREADS = 1024  # as in src/benchmark.c
 MAX_ITER = 10 ** 12  # as in src/benchmark.c
+MAX_RATE = 10 ** 9  # calls/s per thread, as in src/benchmark.c
+TIGHT = "max"  # the rate of today's tight loop
 DEFAULT_TIME_LIMIT = 600  # s, for a run whose cell has no warm-up estimate
 TIME_LIMIT_MARGIN = 120  # s added to 10x the warm-up estimate: tracer start and end
 
@@ -79,6 +81,18 @@ def parse_configs(text):
         raise argparse.ArgumentTypeError("CONFIGS is empty")
     # Keep the table's order, so baselines stay first.
     return [c for c in configs.CONFIGS if c.name in picked]
+
+
+def parse_rates(text):
+    """RATE: calls per second per thread, comma-separated: whole numbers
+    in 1..MAX_RATE, or max (the tight loop); ascending, max last."""
+    allowed = f"a comma-separated list of whole numbers in 1..{MAX_RATE} or {TIGHT}"
+    items = text.split(",")
+    if not all(i == TIGHT or (re.fullmatch(r"\d+", i) and 1 <= int(i) <= MAX_RATE)
+               for i in items):
+        raise argparse.ArgumentTypeError(f"RATE '{text}' is not allowed: want {allowed}")
+    paced = sorted({int(i) for i in items if i != TIGHT})
+    return paced + ([TIGHT] if TIGHT in items else [])
 
 
 def seconds_in(name, lo, hi, extra=""):
@@ -141,6 +155,10 @@ PARAMS = [
     Param("PIN", flag01("PIN"), False, "1: pin thread k to the k-th allowed CPU", "0"),
     Param("SEED", int_in("SEED", 0, 2 ** 32 - 1), None,
           "seed of the interleaving shuffle (meta.json records it)", "new each run"),
+    Param("RATE", parse_rates, [TIGHT], "calls per second per thread: 1000,10000,max; each "
+          "paced rate runs every configuration for DURATION s, with the baseline", TIGHT),
+    Param("DURATION", seconds_in("DURATION", 0.01, 3600), 3.0,
+          "seconds of calls in a paced run (RATE other than max)"),
     Param("TIME_LIMIT", seconds_in("TIME_LIMIT", 1, 86400), None,
           "seconds before a run counts as hung and is killed",
           f"10x its warm-up + {TIME_LIMIT_MARGIN} s, or {DEFAULT_TIME_LIMIT} s"),

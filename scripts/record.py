@@ -14,14 +14,17 @@ from dataclasses import dataclass
 
 # meta.json's "format_version": 2 added the columns sized_by and pinned
 # and the status `dropped`; 3 moved meta's "stap" into "tracers" (one line
-# per back-end).  Older folders still read.
-FORMAT_VERSION = 3
+# per back-end); 4 added rate, calls, pacing, late, machine_busy_ns,
+# machine_source and proc_stat_busy_ns (a row without a rate is a
+# tight-loop row).  Older folders still read.
+FORMAT_VERSION = 4
 
 COLUMNS = [
     "started", "config", "build", "tracer", "probe", "action", "threads", "iterations", "rep",
     "status", "reason", "events_expected", "events_seen", "events_dropped", "wall_ns",
     "thread_wall_ns", "thread_user_ns", "thread_sys_ns", "thread_cpu_ns", "process_user_ns",
     "process_sys_ns", "tracer_user_ns", "tracer_sys_ns", "runtime", "sized_by", "pinned", "note",
+    "rate", "calls", "pacing", "late", "machine_busy_ns", "machine_source", "proc_stat_busy_ns",
 ]
 # What a row must have for the report to read it at all.
 REQUIRED = ["config", "threads", "iterations", "rep", "status", "thread_wall_ns"]
@@ -53,12 +56,13 @@ class Events:
     runtime: str = ""  # the tracer's runtime, where it has several (SystemTap)
 
 
-def expected_events(attached, expect, threads, iterations):
-    """Events the tracer must see: None where nothing is ATTACHED or the
-    configuration cannot count (expect 'unverifiable')."""
+def expected_events(attached, expect, calls):
+    """Events the tracer must see of the CALLS the target made: None where
+    nothing is ATTACHED or the configuration cannot count (expect
+    'unverifiable')."""
     if not attached:
         return None
-    return {"all": threads * iterations, "none": 0}.get(expect)
+    return {"all": calls, "none": 0}.get(expect)
 
 
 def verdict(attached, expected, ev, overwrite=False):
@@ -78,6 +82,11 @@ def verdict(attached, expected, ev, overwrite=False):
         return "mismatch", (f"the tracer saw {ev.seen} events, expected {expected}, and its "
                             "buffer never wrapped, so none may be missing")
     return "mismatch", f"the tracer saw {ev.seen} events, expected {expected}"
+
+
+def paced_rate(row):
+    """A row's requested calls/s per thread, or None for a tight-loop row."""
+    return num(row.get("rate"))
 
 
 def split_ns(text):

@@ -33,7 +33,7 @@ import elfinfo  # noqa: E402
 import params  # noqa: E402
 import record  # noqa: E402
 import tracers  # noqa: E402
-from params import DEFAULT_TIME_LIMIT, MAX_ITER, TIME_LIMIT_MARGIN, cpus  # noqa: E402
+from params import DEFAULT_TIME_LIMIT, MAX_ITER, TIGHT, TIME_LIMIT_MARGIN, cpus  # noqa: E402
 from supervise import Supervisor, say  # noqa: E402
 from tracers.base import TracerError  # noqa: E402
 
@@ -135,21 +135,25 @@ class Run:
     """One execution of the target under one configuration; STATE is the
     back-end's own per-run record (its State dataclass)."""
 
-    def __init__(self, kit, cfg, tracer, threads, iterations, rep):
-        self.cfg, self.threads, self.iterations = cfg, threads, iterations
+    def __init__(self, kit, cfg, tracer, threads, iterations, rep, rate=TIGHT):
+        self.cfg, self.threads, self.iterations, self.rate = cfg, threads, iterations, rate
         self.pin = kit.args.pin
+        self.duration_ms = max(1, round(kit.args.duration * 1000))
         self.build = os.path.join(ROOT, "build", f"benchmark-{cfg.build}")
         kit.serial += 1
         self.tag = f"kit{kit.id}_{kit.serial}"
-        self.log = os.path.join(kit.folder.logs, f"{cfg.name}-t{threads}-r{rep}.log")
+        paced = "" if rate == TIGHT else f"-rate{rate}"
+        self.log = os.path.join(kit.folder.logs, f"{cfg.name}-t{threads}{paced}-r{rep}.log")
         self.scratch = tempfile.mkdtemp(prefix=self.tag + "-", dir=kit.scratch)
         self.state = tracer.State()
         # A -pg build writes gmon.out when it exits: into scratch, not the tree.
         self.env = dict(os.environ, GMON_OUT_PREFIX=os.path.join(self.scratch, "gmon.out"))
 
     def target(self):
-        return [self.build, "--threads", str(self.threads), "--iterations",
-                str(self.iterations), "--quiet", *(["--pin"] if self.pin else [])]
+        size = (["--iterations", str(self.iterations)] if self.rate == TIGHT else
+                ["--rate", str(self.rate), "--duration-ms", str(self.duration_ms)])
+        return [self.build, "--threads", str(self.threads), *size, "--quiet",
+                *(["--pin"] if self.pin else [])]
 
 
 class Kit:
@@ -179,14 +183,20 @@ class Kit:
         if self.folder:
             self.folder.close()
 
-    def run_one(self, cfg, threads, iterations, rep, sized_by=""):
-        """Runs the target once under cfg; writes and returns its row."""
+    def run_one(self, cfg, threads, iterations, rep, sized_by="", rate=TIGHT):
+        """Runs the target once under cfg (paced at RATE calls/s per thread
+        for DURATION, or ITERATIONS calls in a tight loop); writes and
+        returns its row."""
         tracer = tracers.get(cfg.tracer)
-        run = Run(self, cfg, tracer, threads, iterations, rep)
+        if rate != TIGHT:
+            iterations = max(1, rate * round(self.args.duration * 1000) // 1000)
+            sized_by = f"RATE={rate} x DURATION={self.args.duration:g} s"
+        run = Run(self, cfg, tracer, threads, iterations, rep, rate)
         base = dict(config=cfg.name, build=cfg.build, tracer=cfg.tracer, probe=cfg.probe,
                     action=cfg.action, threads=threads, iterations=iterations, rep=rep,
-                    sized_by=sized_by, pinned=int(run.pin))
-        expected = record.expected_events(tracer.attaches, cfg.expect, threads, iterations)
+                    sized_by=sized_by, pinned=int(run.pin), rate=rate)
+        planned = threads * iterations
+        expected = record.expected_events(tracer.attaches, cfg.expect, planned)
         row = dict(base, events_expected=expected, status="failed")
         t0 = time.monotonic()
         try:
@@ -208,9 +218,13 @@ class Kit:
                 row["tracer_sys_ns"] = max(0, int(rusage.ru_stime * 1e9) - rec["process_sys_ns"])
             row.update(events_seen=ev.seen, events_dropped=ev.dropped, note=ev.note,
                        runtime=ev.runtime)
-            calls = sum(t["calls"] for t in rec["per_thread"])
-            if calls != threads * iterations:  # the target's own sanity check
-                row["reason"] = f"the target made {calls} calls, not {threads * iterations}"
+            calls = row["calls"] = sum(t["calls"] for t in rec["per_thread"])
+            if rate != TIGHT:  # a paced thread that fell behind stops at DURATION
+                expected = row["events_expected"] = record.expected_events(
+                    tracer.attaches, cfg.expect, calls)
+            if calls != planned and (rate == TIGHT or calls > planned):
+                # the target's own sanity check
+                row["reason"] = f"the target made {calls} calls, not {planned}"
             else:
                 row["status"], row["reason"] = record.verdict(tracer.attaches, expected, ev,
                                                               cfg.overwrite)
@@ -236,15 +250,23 @@ class Kit:
         pt = rec["per_thread"]
         fields = {f"thread_{k}": record.join_ns(t[k] for t in pt)
                   for k in ("wall_ns", "user_ns", "sys_ns", "cpu_ns")}
-        fields.update((k, rec[k]) for k in ("wall_ns", "process_user_ns", "process_sys_ns"))
+        fields.update((k, rec[k]) for k in ("wall_ns", "process_user_ns", "process_sys_ns",
+                                            "machine_busy_ns", "machine_source",
+                                            "proc_stat_busy_ns"))
+        if rec["pacing"]:
+            fields["pacing"] = "{method}, batches of {batch}".format(**rec["pacing"])
+            fields["late"] = sum(t["late"] for t in pt)
         fields["_max_thread_wall_ns"] = max(t["wall_ns"] for t in pt)
         return fields
 
     def time_limit(self, run):
         """TIME_LIMIT if given; else 10x the warm-up's time scaled to the
-        run's calls, plus TIME_LIMIT_MARGIN for the tracer's start and end."""
+        run's calls (a paced run: 10x DURATION), plus TIME_LIMIT_MARGIN for
+        the tracer's start and end."""
         if self.args.time_limit:
             return self.args.time_limit
+        if run.rate != TIGHT:
+            return TIME_LIMIT_MARGIN + 10 * self.args.duration
         est = self.estimate.get((run.cfg.name, run.threads))
         if est is None:
             return DEFAULT_TIME_LIMIT
@@ -387,7 +409,7 @@ def warm_up(kit, args, c, n, label):
     if that fails too, a traced cell falls back to the fewest calls
     (FLOOR_ITER, so a slow tracer cannot take minutes a run) and an
     untraced one to ITER."""
-    traced = c.tracer != "none"
+    traced = tracers.get(c.tracer).attaches
     for attempt in ("warm-up", "warm-up retry"):
         say(f"[{attempt} {label}] {c.name} threads={n}")
         row = kit.run_one(c, n, kit.calib_iter, 0, sized_by=attempt)
@@ -402,27 +424,31 @@ def warm_up(kit, args, c, n, label):
 
 
 def matrix(kit, args, runnable):
-    cells = [(c, n) for c in runnable for n in args.threads]
+    """Every (configuration, threads, rate) cell RUNS times, interleaved;
+    tight-loop cells first get a warm-up that sizes them."""
+    cells = [(c, n, r) for c in runnable for n in args.threads for r in args.rate]
     sizing = {}
+    tight = [(c, n) for c, n, r in cells if r == TIGHT]
     if not args.quick:
         kit.calib_iter = min(args.iter, WARMUP_ITER)
-        for i, (c, n) in enumerate(cells):
-            sizing[(c.name, n)] = warm_up(kit, args, c, n, f"{i + 1}/{len(cells)}")
+        for i, (c, n) in enumerate(tight):
+            sizing[(c.name, n)] = warm_up(kit, args, c, n, f"{i + 1}/{len(tight)}")
     total = len(cells) * args.runs
     done, spent = 0, 0.0
     shuffle = random.Random(args.seed)  # interleaved: drift hits all cells alike
     for rep in range(1, args.runs + 1):
         order = list(cells)
         shuffle.shuffle(order)
-        for c, n in order:
+        for c, n, r in order:
             it, how = sizing.get((c.name, n), (args.iter, "ITER"))
             t0 = time.monotonic()
-            row = kit.run_one(c, n, it, rep, sized_by=how)
+            row = kit.run_one(c, n, it, rep, sized_by=how, rate=r)
             spent += time.monotonic() - t0
             done += 1
             eta = spent / done * (total - done)
+            size = f"iter={it}" if r == TIGHT else f"rate={r}/s for {args.duration:g} s"
             tail = f"{row['status']}" + (f" ({row['reason']})" if row.get("reason") else "")
-            say(f"[{done}/{total}] {c.name} threads={n} iter={it} rep {rep}/{args.runs}: "
+            say(f"[{done}/{total}] {c.name} threads={n} {size} rep {rep}/{args.runs}: "
                 f"{tail}  ETA {fmt_s(eta)}")
 
 

@@ -13,9 +13,9 @@
  * tracer costs, which would hide in-thread costs (a uprobe's trap) from
  * the CPU accounting that paced runs are for.  Without --rate (or with
  * --rate max) the loop is the tight one.  Around the release of the
- * threads and after the last one ends, the target reads the machine's busy
- * time from /proc/stat, so a runner can count CPU that no process of its
- * own shows (in-kernel work, other daemons).
+ * threads and after the last one ends, the target reads the whole
+ * machine's CPU time (see struct machine), so a runner can count CPU that
+ * no process of its own shows (in-kernel work, other daemons).
  *
  * One source, several builds (see the Makefile): they differ only in the
  * trace header forced in with `-include src/trace/BUILD.h`, which defines
@@ -23,6 +23,7 @@
  */
 /* _GNU_SOURCE (RUSAGE_THREAD, affinity) comes from the Makefile, since the
  * forced trace header may include system headers before this line. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -100,10 +101,22 @@ struct worker {
 	uint64_t cutoff_ns; /* paced: a thread still behind at this long stops */
 };
 
-/* The machine's busy time so far, from /proc/stat's first line: user,
- * nice, system, irq and softirq (guest time is inside user); idle, iowait
- * and steal are not busy.  In ns, or UINT64_MAX if unreadable. */
-static uint64_t machine_busy_ns(void)
+/* The machine's CPU time, two ways.  /proc/stat is what every monitor
+ * reads, but on a kernel with tick-based accounting it is sampled at each
+ * tick: a thread that wakes for 20 us every 1 ms is mostly missed.  The
+ * sum of every task's /proc/PID/task/TID/schedstat (its ns on a CPU, from
+ * the scheduler's clock) is exact; a task born during the window counts
+ * whole, one that ended during it is lost.  MACHINE_TASKS bounds a scan. */
+#define MACHINE_TASKS 65536
+
+struct task_ns {
+	long tid;
+	uint64_t ns;
+};
+
+/* Busy ns so far from /proc/stat's first line: user, nice, system, irq,
+ * softirq (guest time is inside user); UINT64_MAX if unreadable. */
+static uint64_t proc_stat_busy_ns(void)
 {
 	unsigned long long user, nice, sys, idle, iowait, irq, softirq;
 	long hz = sysconf(_SC_CLK_TCK);
@@ -118,6 +131,95 @@ static uint64_t machine_busy_ns(void)
 	if (n != 7 || hz <= 0)
 		return UINT64_MAX;
 	return (uint64_t)(user + nice + sys + irq + softirq) * (1000000000u / (uint64_t)hz);
+}
+
+static int by_tid(const void *a, const void *b)
+{
+	long x = ((const struct task_ns *)a)->tid, y = ((const struct task_ns *)b)->tid;
+	return (x > y) - (x < y);
+}
+
+/* Every task's on-CPU ns into T (sorted by tid); the count, or -1 where
+ * schedstat cannot be read (a kernel without CONFIG_SCHED_INFO). */
+static long scan_tasks(struct task_ns *t)
+{
+	char path[64];
+	struct dirent *p, *k;
+	DIR *procs = opendir("/proc"), *tasks;
+	unsigned long long ns;
+	long n = 0, seen = 0, pid, tid;
+	FILE *f;
+
+	if (!procs)
+		return -1;
+	while ((p = readdir(procs)) && n < MACHINE_TASKS) {
+		if (p->d_name[0] < '1' || p->d_name[0] > '9')
+			continue;
+		pid = atol(p->d_name);
+		snprintf(path, sizeof(path), "/proc/%ld/task", pid);
+		if (!(tasks = opendir(path)))
+			continue; /* it ended */
+		while ((k = readdir(tasks)) && n < MACHINE_TASKS) {
+			if (k->d_name[0] < '1' || k->d_name[0] > '9')
+				continue;
+			tid = atol(k->d_name);
+			snprintf(path, sizeof(path), "/proc/%ld/task/%ld/schedstat", pid, tid);
+			if (!(f = fopen(path, "r")))
+				continue;
+			seen++;
+			if (fscanf(f, "%llu", &ns) == 1) {
+				t[n].tid = tid;
+				t[n++].ns = ns;
+			}
+			fclose(f);
+		}
+		closedir(tasks);
+	}
+	closedir(procs);
+	if (!seen)
+		return -1;
+	qsort(t, (size_t)n, sizeof(*t), by_tid);
+	return n;
+}
+
+/* The machine's CPU over a window: machine_open() before, machine_close()
+ * after; busy_ns (exact where schedstat is there, else /proc/stat's) and
+ * the /proc/stat figure beside it. */
+struct machine {
+	struct task_ns *before;
+	long n_before;
+	uint64_t stat0, stat1, busy_ns;
+	const char *source;
+};
+
+static void machine_open(struct machine *m)
+{
+	m->before = malloc(MACHINE_TASKS * sizeof(*m->before));
+	m->n_before = m->before ? scan_tasks(m->before) : -1;
+	m->stat0 = proc_stat_busy_ns();
+}
+
+static void machine_close(struct machine *m)
+{
+	struct task_ns *after = malloc(MACHINE_TASKS * sizeof(*after)), *was;
+	long n = (after && m->n_before >= 0) ? scan_tasks(after) : -1, i;
+
+	m->stat1 = proc_stat_busy_ns();
+	m->busy_ns = UINT64_MAX;
+	m->source = "none";
+	if (n >= 0) {
+		m->busy_ns = 0;
+		m->source = "schedstat";
+		for (i = 0; i < n; i++) {
+			was = bsearch(&after[i], m->before, (size_t)m->n_before, sizeof(*was), by_tid);
+			m->busy_ns += after[i].ns - (was && was->ns <= after[i].ns ? was->ns : 0);
+		}
+	} else if (m->stat0 != UINT64_MAX && m->stat1 != UINT64_MAX) {
+		m->busy_ns = m->stat1 - m->stat0;
+		m->source = "proc_stat";
+	}
+	free(after);
+	free(m->before);
 }
 
 /* The function every tracer probes.  It must stay a real, separate call
@@ -350,11 +452,6 @@ static int nth_allowed_cpu(long k)
 	return -1;
 }
 
-/* The machine's busy ns over the threads' window (see machine_busy_ns). */
-struct machine {
-	uint64_t busy0, busy1;
-};
-
 static void print_json(FILE *f, const struct params *p, const struct worker *w, uint64_t t0,
 		       uint64_t t1, const struct machine *m)
 {
@@ -376,10 +473,15 @@ static void print_json(FILE *f, const struct params *p, const struct worker *w, 
 			p->rate, w[0].batch);
 	else
 		fprintf(f, "\"rate\":\"max\",\"pacing\":null,");
-	if (m->busy0 != UINT64_MAX && m->busy1 != UINT64_MAX)
-		fprintf(f, "\"machine_busy_ns\":%" PRIu64 ",", m->busy1 - m->busy0);
+	if (m->busy_ns != UINT64_MAX)
+		fprintf(f, "\"machine_busy_ns\":%" PRIu64 ",", m->busy_ns);
 	else
 		fprintf(f, "\"machine_busy_ns\":null,");
+	if (m->stat0 != UINT64_MAX && m->stat1 != UINT64_MAX)
+		fprintf(f, "\"proc_stat_busy_ns\":%" PRIu64 ",", m->stat1 - m->stat0);
+	else
+		fprintf(f, "\"proc_stat_busy_ns\":null,");
+	fprintf(f, "\"machine_source\":\"%s\",", m->source);
 	fprintf(f, "\"per_thread\":[");
 	for (k = 0; k < p->threads; k++) {
 		const struct thread_result *r = &w[k].r;
@@ -458,7 +560,7 @@ int main(int argc, char **argv)
 	else
 		while (gate.ready < p.threads)
 			pthread_cond_wait(&gate.cond, &gate.lock);
-	m.busy0 = machine_busy_ns();
+	machine_open(&m);
 	gate.open = 1;
 	pthread_cond_broadcast(&gate.cond);
 	pthread_mutex_unlock(&gate.lock);
@@ -466,7 +568,7 @@ int main(int argc, char **argv)
 	for (k = 0; k < created; k++)
 		if (pthread_join(w[k].tid, NULL))
 			die("benchmark: pthread_join");
-	m.busy1 = machine_busy_ns();
+	machine_close(&m);
 	if (gate.abort) {
 		fprintf(stderr, "benchmark: could not start thread %ld of %ld: %s\n", created + 1,
 			p.threads, strerror(err));

@@ -41,7 +41,7 @@ class Verdict(unittest.TestCase):
 
     def test_expected_events(self):
         def expected(tracer, expect):
-            return record.expected_events(tracers.get(tracer).attaches, expect, 2, 10)
+            return record.expected_events(tracers.get(tracer).attaches, expect, 20)
         self.assertIsNone(expected("none", "all"))
         self.assertEqual(expected("ftrace", "all"), 20)
         self.assertEqual(expected("ftrace", "none"), 0)

@@ -3,7 +3,8 @@ session of the kit's own: a flight recorder (`--snapshot`, overwrite
 mode, snapshot taken when the target ends) or a normal session written
 to disk.  Events are counted by babeltrace2's sink.utils.counter; events
 the tracer discarded are read from `lttng stop`'s warning; the tracer's
-CPU is the consumer daemons' (from /proc) between start and stop.
+CPU is its daemons' (consumers and session daemon, from /proc) between
+start and stop.
 
 The flight recorder is checked exactly, stream by stream (one per CPU):
 a stream whose sub-buffers are not all full never wrapped, so every
@@ -34,11 +35,12 @@ CHANNEL = ["--subbuf-size", SUBBUF_SIZE, "--num-subbuf", str(NUM_SUBBUF)]
 DAEMON_STOP_S = 5  # for the session daemon the kit started to exit after SIGTERM
 
 
-def consumerd_cpu_ns():
-    """(user, system) ns used so far by the LTTng consumer daemons, which
-    move the tracepoints' buffers out of the traced process."""
+def daemons_cpu_ns():
+    """(user, system) ns used so far by the LTTng daemons: the consumers,
+    which move the tracepoints' buffers out of the traced process, and the
+    session daemon."""
     tick = 1e9 / os.sysconf("SC_CLK_TCK")
-    daemons = live("lttng-consumerd")
+    daemons = live("lttng-consumerd") + live("lttng-sessiond")
     return (sum(int(int(f[11]) * tick) for _, f in daemons),
             sum(int(int(f[12]) * tick) for _, f in daemons))
 
@@ -66,7 +68,7 @@ class State(RunState):
     """What one run of this back-end keeps between its verbs."""
     dir: str = None  # the session's output
     session: str = None  # the session's name, once created
-    cpu0: tuple = None  # consumer daemons' (user, system) ns at start
+    cpu0: tuple = None  # the daemons' (user, system) ns at start
 
 
 class Lttng(Tracer):
@@ -125,12 +127,12 @@ class Lttng(Tracer):
         self.lttng(run, "enable-event", "-u", "-s", run.tag, "-c", "kitch",
                    "benchmark:single_trace")
         self.lttng(run, "start", run.tag)
-        run.state.cpu0 = consumerd_cpu_ns()
+        run.state.cpu0 = daemons_cpu_ns()
 
     def events(self, run):
         stop = self.lttng(run, "stop", run.tag)
         u0, s0 = run.state.take("cpu0")
-        u1, s1 = consumerd_cpu_ns()
+        u1, s1 = daemons_cpu_ns()
         discarded = sum(int(x) for x in re.findall(r"(\d+) events? (?:were|was) discarded", stop))
         cpu = (u1 - u0, s1 - s0)
         if run.cfg.mode != "snapshot":
