@@ -28,7 +28,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from record import BadInput, load  # noqa: E402
-from stats import BASELINE, analyse, config_rank  # noqa: E402
+from record import paced_rate  # noqa: E402
+from stats import BASELINE, analyse, config_rank, paced  # noqa: E402
 
 # Set in the environment of a report re-run under another interpreter, so
 # it never re-runs twice.
@@ -166,33 +167,74 @@ Y2011_HEAD = ["10M calls, 1 thread", "2011 [s]", "2011 [x baseline]", "2011 over
               "configuration"]
 
 
-def markdown(a, meta, warnings, folder):
-    env = meta or {}
-    lines = [f"# Tracing overhead: {os.path.basename(os.path.normpath(folder))}", ""]
-    lines += ["## Environment", ""]
-    tools = env.get("tools") or {}
-    for k in ("host", "cpu_model", "cpus", "kernel", "clocksource"):
-        lines.append(f"- {k}: {env.get(k, 'unknown')}")
-    for line in (env.get("tracers") or {}).values():
-        lines.append(f"- {line}")
-    for k, v in tools.items():
-        lines.append(f"- {k}: {v or 'not installed'}")
-    inp = env.get("inputs")
-    if inp:
-        lines.append(f"- inputs: {json.dumps(inp, sort_keys=True)}")
-    sites = env.get("probe_sites") or {}
-    if sites:
-        lines += ["", "Probe sites (instruction bytes where the uprobe goes):", ""]
-        rows = []
-        for b, s in sorted(sites.items()):
-            rows.append([b, "single_trace entry", s["function"]["file_offset"],
-                         s["function"]["bytes"]])
-            for m in s.get("markers", []):
-                rows.append([b, f"marker {m['provider']}:{m['name']} ({m['args']})",
-                             m["file_offset"], m["bytes"]])
-        lines.append(table(["build", "site", "file offset", "bytes"], rows))
-    if warnings:
-        lines += ["", "## Input warnings", ""] + [f"- {w}" for w in warnings]
+PACED_HEAD = ["config", "threads", "rate [calls/s/thread]", "achieved [calls/s/thread]",
+              "runs", "status", "events seen/expected (dropped)", "target threads [% CPU]",
+              "tracer processes, whole life [% CPU]", "machine [% CPU]",
+              "over baseline: target [% CPU]", "over baseline: machine [% CPU]",
+              "machine [ns/event]"]
+LIMITS_HEAD = ["config", "threads", "rates tested [calls/s/thread]",
+               "lossless up to [calls/s/thread]", "breaks at", "why", "1% of a CPU at [events/s]"]
+PACED_NOTE = (
+    "Each thread is paced to the rate by sleeping to absolute deadlines in ~1 ms batches "
+    "(the pacing's own cost is the baseline's row at the same rate).  CPU is per second "
+    "of the threads' window, in % of one CPU: of the target's threads (where a uprobe's "
+    "trap and a BPF handler run), of the tracer's processes over their whole life "
+    "(start-up and compilation included, so an upper bound), and of the whole machine "
+    "(every task's scheduler time, read by the target around the window: daemons and "
+    "kernel threads included).  Over baseline is against `baseline` at the same threads "
+    "and rate; machine ns/event is that extra CPU per event.  Lossless: every run ok (or a "
+    "flight recorder's overwrite) and the threads reached 95% of the rate; the limit is the "
+    "highest rate that it and every lower rate tested held.  1% of a CPU: the events/s (all "
+    "threads) at which the machine's extra CPU would be 1% of one CPU, from ns/event at "
+    "the limit.  Rows of different rates are never pooled.")
+
+
+def f_pct(v):
+    return "-" if v is None else f"{v:.3g}"
+
+
+def f_rate(v):
+    return "-" if v is None else f"{v:.3g}"
+
+
+def paced_rows(p):
+    out = []
+    for c in p["cells"]:
+        ev = "-" if not c.get("achieved") or c["tracer"] == "none" else (
+            f"{c['seen']}/{c['expected']}" + (f" ({c['dropped']})" if c["dropped"] else ""))
+        out.append([c["config"], c["threads"], c["rate"], f_rate(c.get("achieved")),
+                    f"{c['n_measured']}/{c['n_runs']}", "/".join(c["statuses"]), ev,
+                    f_pct(c.get("target_pct")), f_pct(c.get("tracer_pct")),
+                    f_pct(c.get("machine_pct")), f_pct(c["over_target_pct"]),
+                    f_pct(c["over_machine_pct"]), f_ns(c["ns_per_event"])])
+    return out
+
+
+def limit_rows(p):
+    out = []
+    for m in p["limits"]:
+        lim = m["limit"]
+        shown = ("none tested held" if lim is None else
+                 f">= {lim} (all tested held)" if m["broke_at"] is None else str(lim))
+        out.append([m["config"], m["threads"], ",".join(map(str, m["tested"])), shown,
+                    m["broke_at"] or "-", short(m["why"] or "-", 80),
+                    f_rate(m["rate_at_1pct"])])
+    return out
+
+
+def paced_markdown(p):
+    lines = ["", "## Paced runs: CPU at a given event rate", "", PACED_NOTE, ""]
+    if not p["has_baseline"]:
+        lines += ["**No paced baseline rows: overheads cannot be computed.**", ""]
+    lines.append(table(PACED_HEAD, paced_rows(p)))
+    lines += ["", "### Lossless limits", ""]
+    lines.append(table(LIMITS_HEAD, limit_rows(p)))
+    return lines
+
+
+def tight_markdown(a):
+    """The tight-loop sections (RATE=max, the default)."""
+    lines = []
     lines += ["", "## Overhead per event", "",
               "Per-event time is each thread's loop wall time / calls.  Overhead is against "
               "`baseline` at the same thread count, with a 95% interval; `< b` means the "
@@ -224,6 +266,40 @@ def markdown(a, meta, warnings, folder):
     lines += ["", "## Flagged cells", ""]
     lines += [f"- {c['config']} threads={c['threads']}: {'; '.join(c['flags'])}"
               for c in flagged] or ["None."]
+    return lines
+
+
+def markdown(a, meta, warnings, folder, p=None):
+    env = meta or {}
+    lines = [f"# Tracing overhead: {os.path.basename(os.path.normpath(folder))}", ""]
+    lines += ["## Environment", ""]
+    tools = env.get("tools") or {}
+    for k in ("host", "cpu_model", "cpus", "kernel", "clocksource"):
+        lines.append(f"- {k}: {env.get(k, 'unknown')}")
+    for line in (env.get("tracers") or {}).values():
+        lines.append(f"- {line}")
+    for k, v in tools.items():
+        lines.append(f"- {k}: {v or 'not installed'}")
+    inp = env.get("inputs")
+    if inp:
+        lines.append(f"- inputs: {json.dumps(inp, sort_keys=True)}")
+    sites = env.get("probe_sites") or {}
+    if sites:
+        lines += ["", "Probe sites (instruction bytes where the uprobe goes):", ""]
+        rows = []
+        for b, s in sorted(sites.items()):
+            rows.append([b, "single_trace entry", s["function"]["file_offset"],
+                         s["function"]["bytes"]])
+            for m in s.get("markers", []):
+                rows.append([b, f"marker {m['provider']}:{m['name']} ({m['args']})",
+                             m["file_offset"], m["bytes"]])
+        lines.append(table(["build", "site", "file offset", "bytes"], rows))
+    if warnings:
+        lines += ["", "## Input warnings", ""] + [f"- {w}" for w in warnings]
+    if a["cells"] or not (p and p["cells"]):
+        lines += tight_markdown(a)
+    if p and p["cells"]:
+        lines += paced_markdown(p)
     return "\n".join(lines) + "\n"
 
 
@@ -232,7 +308,7 @@ def short(reason, n=48):
     return reason if len(reason) <= n else reason[:n - 1] + "…"
 
 
-def plots(a, folder):
+def plots(a, folder, p=None):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -267,7 +343,49 @@ def plots(a, folder):
         ax.legend()
         fig.tight_layout()
         made.append(save(fig, folder, "user_sys_split.png"))
+    if p and any(c["over_machine_pct"] is not None for c in p["cells"]):
+        made.append(plot_paced(plt, p, folder))
     return made
+
+
+PACED_FLOOR = 1e-2  # % of a CPU: where a paced plot puts overheads at or below 0
+
+
+def plot_paced(plt, p, folder):
+    """Machine-wide overhead (% of one CPU) against events/s on log-log
+    axes, a line per configuration, a panel per thread count, with the 1%
+    and 10% lines; points at or below 0 sit on the floor, hollow."""
+    threads = sorted({c["threads"] for c in p["cells"]})
+    fig, axes = plt.subplots(1, len(threads), figsize=(6.5 * len(threads), 5), squeeze=False)
+    for ax, n in zip(axes[0], threads):
+        lines = {}
+        for c in p["cells"]:
+            if c["threads"] == n and c["over_machine_pct"] is not None:
+                lines.setdefault(c["config"], []).append(c)
+        for config, cs in lines.items():
+            xs = [c["events_per_s"] for c in cs]
+            ys = [max(c["over_machine_pct"], PACED_FLOOR) for c in cs]
+            line, = ax.plot(xs, ys, marker="o", label=config)
+            low = [(x, y) for x, y, c in zip(xs, ys, cs) if c["over_machine_pct"] <= 0]
+            if low:
+                ax.plot(*zip(*low), "o", mfc="white", color=line.get_color())
+            broke = [(x, y) for x, y, c in zip(xs, ys, cs) if not c["lossless"]]
+            if broke:
+                ax.plot(*zip(*broke), "x", ms=10, color="red")
+        for level in (1, 10):
+            ax.axhline(level, color="grey", ls="--", lw=0.8)
+            ax.annotate(f"{level}% of a CPU", (0.01, level), xycoords=("axes fraction", "data"),
+                        fontsize=7, va="bottom", color="grey")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=PACED_FLOOR / 2)
+        ax.set_xlabel("events per second, all threads (log)")
+        ax.set_ylabel("machine CPU above baseline [% of one CPU] (log)")
+        ax.set_title(f"{n} thread(s): red x = lost events, failed or fell behind; "
+                     "hollow = <= 0", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return save(fig, folder, "paced_cpu.png")
 
 
 def plot_by_config(plt, a, cells, threads, folder):
@@ -384,8 +502,8 @@ def compare(results):
     return head, rows
 
 
-def to_json(a, meta, warnings):
-    return {"environment": meta, "warnings": warnings, **a}
+def to_json(a, meta, warnings, p=None):
+    return {"environment": meta, "warnings": warnings, **a, "paced": p or {"cells": []}}
 
 
 def has_matplotlib(python):
@@ -436,22 +554,27 @@ def main(argv):
             continue
         for w in warnings:
             print(f"report: warning: {w}", file=sys.stderr)
-        a = analyse(rows, meta)
-        if not a["has_baseline"]:
+        p = paced([r for r in rows if paced_rate(r) is not None])
+        a = analyse([r for r in rows if paced_rate(r) is None], meta)
+        if not a["has_baseline"] and a["cells"]:
             print(f"report: {folder}: no baseline rows; overheads are not computed",
                   file=sys.stderr)
         results.append((folder, a))
-        md = markdown(a, meta, warnings, folder)
+        md = markdown(a, meta, warnings, folder, p)
         with open(os.path.join(folder, "report.md"), "w") as f:
             f.write(md)
         with open(os.path.join(folder, "report.json"), "w") as f:
-            json.dump(to_json(a, meta, warnings), f, indent=1, sort_keys=True)
+            json.dump(to_json(a, meta, warnings, p), f, indent=1, sort_keys=True)
             f.write("\n")
-        made = plots(a, folder)
+        made = plots(a, folder, p)
         print(f"\n== {folder}\n")
-        print(table(OVERHEAD_HEAD, overhead_rows(a)))
-        print()
-        print(table(Y2011_HEAD, y2011(a)))
+        if a["cells"]:
+            print(table(OVERHEAD_HEAD, overhead_rows(a)))
+            print()
+            print(table(Y2011_HEAD, y2011(a)))
+        if p["cells"]:
+            print("\nPaced runs: lossless limits\n")
+            print(table(LIMITS_HEAD, limit_rows(p)))
         for s in a["skipped"]:
             print(f"skipped {s['config']}: {s['reason']}")
         print(f"\nreport: wrote {os.path.join(folder, 'report.md')}, report.json"

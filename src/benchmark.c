@@ -106,7 +106,9 @@ struct worker {
  * tick: a thread that wakes for 20 us every 1 ms is mostly missed.  The
  * sum of every task's /proc/PID/task/TID/schedstat (its ns on a CPU, from
  * the scheduler's clock) is exact; a task born during the window counts
- * whole, one that ended during it is lost.  MACHINE_TASKS bounds a scan. */
+ * whole, one that ended during it is lost, except the target's own
+ * threads, whose window CPU is known (they are joined before the second
+ * scan).  MACHINE_TASKS bounds a scan. */
 #define MACHINE_TASKS 65536
 
 struct task_ns {
@@ -199,7 +201,7 @@ static void machine_open(struct machine *m)
 	m->stat0 = proc_stat_busy_ns();
 }
 
-static void machine_close(struct machine *m)
+static void machine_close(struct machine *m, uint64_t threads_ns)
 {
 	struct task_ns *after = malloc(MACHINE_TASKS * sizeof(*after)), *was;
 	long n = (after && m->n_before >= 0) ? scan_tasks(after) : -1, i;
@@ -208,7 +210,7 @@ static void machine_close(struct machine *m)
 	m->busy_ns = UINT64_MAX;
 	m->source = "none";
 	if (n >= 0) {
-		m->busy_ns = 0;
+		m->busy_ns = threads_ns;
 		m->source = "schedstat";
 		for (i = 0; i < n; i++) {
 			was = bsearch(&after[i], m->before, (size_t)m->n_before, sizeof(*was), by_tid);
@@ -518,7 +520,7 @@ int main(int argc, char **argv)
 	struct params p = parse_args(argc, argv);
 	struct worker *w;
 	struct machine m;
-	uint64_t t0 = UINT64_MAX, t1 = 0;
+	uint64_t t0 = UINT64_MAX, t1 = 0, threads_ns;
 	long k, created;
 	int err;
 
@@ -568,7 +570,9 @@ int main(int argc, char **argv)
 	for (k = 0; k < created; k++)
 		if (pthread_join(w[k].tid, NULL))
 			die("benchmark: pthread_join");
-	machine_close(&m);
+	for (k = 0, threads_ns = 0; k < created; k++)
+		threads_ns += w[k].r.cpu_ns;
+	machine_close(&m, threads_ns);
 	if (gate.abort) {
 		fprintf(stderr, "benchmark: could not start thread %ld of %ld: %s\n", created + 1,
 			p.threads, strerror(err));

@@ -53,6 +53,23 @@ class Golden(unittest.TestCase):
             self.assertIn("[ns/event]", r.stdout)
             self.assertNotIn("Traceback", r.stderr)
 
+    def test_paced_report_md(self):
+        """The paced fixture (hand-chosen rows at RATE=1000,10000; the
+        figures are worked by hand in ByHand.test_paced) against its golden
+        report: no tight-loop sections, the paced table and the limits."""
+        with tempfile.TemporaryDirectory() as tmp:
+            d = fixture("paced", tmp)
+            r = run(["python3", REPORT_PY, d])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(d, "report.md")) as f:
+                got = f.read()
+            with open(os.path.join(FIXTURES, "paced", "expected-report.md")) as f:
+                self.assertEqual(got, f.read())
+            self.assertNotIn("## Overhead per event", got)
+            self.assertIn("lossless limits", r.stdout)
+            if "plots" in r.stdout:  # drawn where matplotlib is (test_plots_or_one_line)
+                self.assertTrue(os.path.exists(os.path.join(d, "paced_cpu.png")))
+
     def test_plots_or_one_line(self):
         """Whichever interpreter the user types, the plots are drawn if any
         interpreter here has matplotlib (the report re-runs itself under
@@ -216,6 +233,58 @@ class ByHand(unittest.TestCase):
         self.assertEqual(rows[2][4:7], ["0.104 s", "9.5x", "9"])
         self.assertEqual(rows[3][3], "840")  # 8.4 s / 10M
         self.assertEqual(rows[3][6], "1")  # 10.4 - 9.6: the time call's share
+
+
+class Paced(unittest.TestCase):
+    """The paced fixture's figures, worked by hand (tests/fixtures/report/paced)."""
+
+    @classmethod
+    def setUpClass(cls):
+        rows, _, _ = report.load(os.path.join(FIXTURES, "paced"))
+        cls.p = stats.paced(rows)
+        cls.c = {(c["config"], c["rate"]): c for c in cls.p["cells"]}
+        cls.lim = {m["config"]: m for m in cls.p["limits"]}
+
+    def test_cpu_per_second_against_the_same_rate(self):
+        # ftrace at 1000/s: threads 30 ms, machine 45 ms in 1 s: 3% and 4.5%;
+        # baseline at 1000/s 2% and 3%: over by 1% and 1.5% of a CPU, and
+        # 1.5% = 15 ms/s over 1000 events/s = 15000 ns/event.
+        c = self.c[("ftrace-sdt", 1000)]
+        self.assertAlmostEqual(c["target_pct"], 3.0)
+        self.assertAlmostEqual(c["machine_pct"], 4.5)
+        self.assertAlmostEqual(c["over_target_pct"], 1.0)
+        self.assertAlmostEqual(c["over_machine_pct"], 1.5)
+        self.assertAlmostEqual(c["ns_per_event"], 15000)
+        # At 10000/s against that rate's baseline (3.5%): 2% -> 2000 ns/event.
+        self.assertAlmostEqual(self.c[("ftrace-sdt", 10000)]["ns_per_event"], 2000)
+        # bpftrace's process: 10 + 10 ms in 1 s = 2%.
+        self.assertAlmostEqual(self.c[("bpftrace-sdt-count", 1000)]["tracer_pct"], 2.0)
+
+    def test_fell_behind_uses_the_calls_made(self):
+        # stap-mark at 10000/s made 5000 calls in 1 s: achieved 5000/s, and
+        # 130 - 3.5 = 126.5% of a CPU over 5000 events/s = 253000 ns/event.
+        c = self.c[("stap-mark", 10000)]
+        self.assertAlmostEqual(c["achieved"], 5000)
+        self.assertAlmostEqual(c["ns_per_event"], (130 - 3.5) * 1e7 / 5000)
+        self.assertFalse(c["lossless"])
+
+    def test_lossless_limits(self):
+        self.assertEqual((self.lim["ftrace-sdt"]["limit"], self.lim["ftrace-sdt"]["broke_at"]),
+                         (10000, None))
+        # 1% of a CPU = 10^7 ns/s; at 2000 ns/event: 5000 events/s.
+        self.assertAlmostEqual(self.lim["ftrace-sdt"]["rate_at_1pct"], 5000)
+        b = self.lim["bpftrace-sdt-count"]
+        self.assertEqual((b["limit"], b["broke_at"]), (1000, 10000))
+        self.assertIn("dropped", b["why"])
+        self.assertAlmostEqual(b["rate_at_1pct"], 1e7 / 30000)
+        s = self.lim["stap-mark"]
+        self.assertEqual((s["limit"], s["broke_at"]), (1000, 10000))
+        self.assertIn("fell behind", s["why"])
+
+    def test_rates_never_pooled(self):
+        self.assertEqual(sorted(self.c), sorted({(c, r) for c, r in self.c}))
+        self.assertEqual(self.c[("baseline", 1000)]["n_runs"], 2)
+        self.assertEqual(self.c[("baseline", 10000)]["n_runs"], 2)
 
 
 class Errors(unittest.TestCase):

@@ -137,6 +137,13 @@ class BadInput(StateTest):
         (["--configs", "nope"], "CONFIGS 'nope' matches no configuration; allowed: baseline"),
         (["--quick", "yes"], "QUICK 'yes' is not allowed: want 0 or 1"),
         (["--stap-runtime", "kernel"], "STAP_RUNTIME 'kernel' is not allowed"),
+        (["--rate", "0"], "RATE '0' is not allowed: want a comma-separated list of whole "
+                          "numbers in 1..1000000000 or max"),
+        (["--rate", "-5"], "RATE '-5' is not allowed"),
+        (["--rate", "1e3x"], "RATE '1e3x' is not allowed"),
+        (["--rate", "10,,20"], "RATE '10,,20' is not allowed"),
+        (["--rate", "1000000001"], "RATE '1000000001' is not allowed"),
+        (["--duration", "0"], "DURATION '0' is not allowed: want seconds in 0.01..3600"),
     ]
 
     def test_refused_before_anything(self):
@@ -170,7 +177,8 @@ class BadInput(StateTest):
                              ("ITER=-1", "ITER '-1' is not allowed"),
                              ("CONFIGS=nope*", "CONFIGS 'nope*' matches no configuration"),
                              ("THREADS=$(touch x)", "THREADS '$(touch x)' is not allowed"),
-                             ("ITER=", "ITER '' is not allowed")):
+                             ("ITER=", "ITER '' is not allowed"),
+                             ("RATE=10,,20", "RATE '10,,20' is not allowed")):
             with self.subTest(var=var):
                 r = run(["make", "-s", "run", var, "NO_INSTALL=1"])
                 self.assertNotEqual(r.returncode, 0)
@@ -479,6 +487,73 @@ class Sizing(StateTest):
             self.assertEqual(timed[name]["status"], "ok", timed[name]["reason"])
         self.assertGreater(int(timed["baseline"]["iterations"]), 200000)
         self.assertLess(int(timed["ftrace-sdt"]["iterations"]), 200000)
+
+
+class Paced(StateTest):
+    """RATE: the target paced to a rate per thread, and what it costs."""
+
+    def paced(self, rate, threads=2, ms=1000, busy=None):
+        cmd = [build("plain"), "--threads", str(threads), "--rate", str(rate), "--duration-ms",
+               str(ms), "--quiet"]
+        spinner = busy and subprocess.Popen(["sh", "-c", "while :; do :; done"])
+        try:
+            r = run(cmd)
+        finally:
+            if spinner:
+                spinner.kill()
+                spinner.wait()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def test_achieved_rate(self):
+        """Untraced, 2 threads, 1 s: each thread makes its calls at the
+        requested rate within 3% (absolute deadlines; sleeping at 1000/s,
+        batches of 100 at 100000/s)."""
+        for rate in (1000, 100000):
+            with self.subTest(rate=rate):
+                rec = self.paced(rate)
+                self.assertEqual(rec["rate"], rate)
+                self.assertEqual(rec["pacing"], {"method": "sleep", "batch": max(1, rate // 1000)})
+                for t in rec["per_thread"]:
+                    self.assertEqual(t["calls"], rate)
+                    achieved = t["calls"] / (t["wall_ns"] / 1e9)
+                    self.assertLess(abs(achieved / rate - 1), 0.03, (achieved, rate))
+
+    def test_machine_cpu_sees_a_busy_process(self):
+        """The machine-wide CPU the target reads around its window counts a
+        process that is none of the kit's: a shell spinning beside a
+        1-thread run at 1000/s adds most of a CPU second; without it the
+        machine is far from that busy.  (The threads' own CPU is in it too.)"""
+        quiet = self.paced(1000, threads=1)
+        busy = self.paced(1000, threads=1, busy=True)
+        self.assertIn(busy["machine_source"], ("schedstat", "proc_stat"))
+        own = sum(t["cpu_ns"] for t in quiet["per_thread"])
+        self.assertGreaterEqual(quiet["machine_busy_ns"], own)
+        self.assertGreater(busy["machine_busy_ns"] - quiet["machine_busy_ns"], 0.5e9)
+
+    def test_paced_matrix(self):
+        """A paced run of ftrace and perf record beside the baseline at the
+        same rates: every traced run counts exactly the calls made, the
+        rows carry rate, calls and pacing, and perf's own process shows
+        CPU of its own (the tracer column)."""
+        need_tracer(self, "ftrace")
+        need_tracer(self, "perf")
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--threads", "1,2", "--rate", "1000,20000", "--duration", "0.5",
+                     "--runs", "1", "--configs", "baseline,ftrace-sdt,perf-record-sdt"], res)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rows, _ = rows_of(res)
+        self.assertEqual(len(rows), 3 * 2 * 2, [(x["config"], x["rate"]) for x in rows])
+        for x in rows:
+            with self.subTest(config=x["config"], threads=x["threads"], rate=x["rate"]):
+                self.assertEqual(x["status"], "ok", x["reason"])
+                rate, n = int(x["rate"]), int(x["threads"])
+                self.assertEqual(int(x["calls"]), rate * n // 2)  # 0.5 s of calls
+                self.assertEqual(x["pacing"], f"sleep, batches of {max(1, rate // 1000)}")
+                if x["tracer"] != "none":
+                    self.assertEqual(int(x["events_seen"]), int(x["calls"]))
+                if x["tracer"] == "perf":
+                    self.assertGreater(int(x["tracer_user_ns"]) + int(x["tracer_sys_ns"]), 0)
 
 
 class WaitLoop(unittest.TestCase):
