@@ -424,11 +424,14 @@ class Sizing(StateTest):
         cfg = configs.BY_NAME["ftrace-sdt"]
         k.estimate[("ftrace-sdt", 1)] = 0.5  # s for 20000 calls
         r = runner.Run.__new__(runner.Run)
-        r.cfg, r.threads, r.iterations = cfg, 1, 200000
+        r.cfg, r.threads, r.iterations, r.rate = cfg, 1, 200000, runner.TIGHT
         # 120 s + 10 x 0.5 s x 200000 / 20000.
         self.assertAlmostEqual(k.time_limit(r), 120 + 50)
         r.threads = 2
         self.assertEqual(k.time_limit(r), runner.DEFAULT_TIME_LIMIT)
+        # A paced run: 10x DURATION (3 s) plus the margin.
+        r.rate = 1000
+        self.assertAlmostEqual(k.time_limit(r), 120 + 10 * 3)
 
     def test_failed_warm_up_is_retried_then_falls_back(self):
         import run as runner
