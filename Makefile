@@ -27,7 +27,7 @@ endif
 # field(BUILD,N): column N of BUILD's row.
 BUILD_TABLE := src/builds.tsv
 comma := ,
-rows = awk -F'\t' 'NF == 6 && $$1 != "build" $(1)' $(BUILD_TABLE)
+rows = awk -F'\t' 'NF == 7 && $$1 != "build" $(1)' $(BUILD_TABLE)
 BUILDS := $(shell $(call rows,{ print $$1 }))
 field = $(shell $(call rows,&& $$1 == "$(1)" { print $$$(2) }))
 
@@ -58,7 +58,7 @@ endif
 all: $(addprefix build/benchmark-,$(WANT)) build/memlock-shim.so
 
 list:
-	@$(call rows,{ printf "%-12s %s\n"$(comma) $$1$(comma) $$6 })
+	@$(call rows,{ printf "%-21s %s\n"$(comma) $$1$(comma) $$7 })
 
 # The Debian packages the builds that cannot be made here need (run.py installs them).
 needs:
@@ -80,15 +80,20 @@ build/probes.o: probes.d | build
 
 # build/site-BUILD/sys/sdt.h: sys/sdt.h with the probe site's `nop` made
 # the build's site bytes, spelt as .byte because gas would shorten a long
-# nop; the sed must change exactly one line, or the build stops.
+# nop; bytes before a | go before the probe's label (its address).  Each
+# sed must change exactly one line, or the build stops.
 SDT_H = $(shell printf '\043include <sys/sdt.h>\n' | $(CC) -M -x c - 2>/dev/null | tr ' \\' '\n\n' | grep '/sys/sdt\.h$$')
+byte_list = sed 's/../.byte 0x&; /g; s/; $$//'
 build/site-%/sys/sdt.h: $(BUILD_TABLE)
 	@$(if $(Q),echo "  GEN     $@")
 	$(Q)mkdir -p $(@D) && src=$(SDT_H); test -n "$$src" || { echo "make: no sys/sdt.h (Debian package systemtap-sdt-dev)" >&2; exit 1; }; \
-	bytes=$$(echo $(call field,$*,4) | sed 's/../.byte 0x&; /g; s/; $$//'); \
+	spec='$(call field,$*,4)'; case "$$spec" in *'|'*) pre=$${spec%%|*};; *) pre=;; esac; \
+	post=$$(echo "$${spec#*|}" | $(byte_list)); \
 	cp "$$(dirname "$$src")/sdt-config.h" $(@D)/ && \
-	sed "s/^#define _SDT_NOP\tnop$$/#define _SDT_NOP\t$$bytes/" "$$src" > $@ && \
-	test "$$(diff "$$src" $@ | grep -c '^>')" = 1 || { echo "make: could not make the site $(call field,$*,4) in $$src" >&2; exit 1; }
+	sed -e "s/^#define _SDT_NOP\tnop$$/#define _SDT_NOP\t$$post/" \
+	    $${pre:+-e "s/_SDT_ASM_1(990:\t_SDT_NOP)/_SDT_ASM_1($$(echo $$pre | $(byte_list)); 990:\t_SDT_NOP)/"} \
+	    "$$src" > $@ && \
+	test "$$(diff "$$src" $@ | grep -c '^>')" = "$$(( $${pre:+1} + 1 ))" || { echo "make: could not make the site $$spec in $$src" >&2; exit 1; }
 
 build/ust_provider.o: src/ust_provider.c src/ust_tp.h | build
 	@$(if $(Q),echo "  CC      $@")
@@ -103,11 +108,12 @@ build/memlock-shim.so: src/memlock_shim.c | build
 # objects and libraries, the generated site header, the extra flags.
 # TRACE_BUILD is the build's name, which the target puts in its record.
 SITE = $(if $(filter-out -,$(call field,$(1),4)),build/site-$(1)/sys/sdt.h)
+HEADERS = $(foreach h,$(subst +, ,$(call field,$(1),2)),src/trace/$(h).h)
 define build_rule
-build/benchmark-$(1): src/benchmark.c src/trace/$(call field,$(1),2).h $(DEPS.$(call KIND,$(1))) $(call SITE,$(1)) $(BUILD_TABLE) | build
+build/benchmark-$(1): src/benchmark.c $(call HEADERS,$(1)) $(DEPS.$(call KIND,$(1))) $(call SITE,$(1)) $(BUILD_TABLE) | build
 	@$$(if $$(Q),echo "  CC      $$@")
 	$$(Q)$$(CC) $$(CPPFLAGS) $(if $(call SITE,$(1)),-Ibuild/site-$(1)) $$(CFLAGS) $$(WARN) \
-		$(filter-out -,$(call field,$(1),5)) -include src/trace/$(call field,$(1),2).h \
+		$(filter-out -,$(call field,$(1),5)) $(addprefix -include ,$(call HEADERS,$(1))) \
 		-DTRACE_BUILD='"$(1)"' src/benchmark.c $$(filter %.o,$$^) -o $$@ $$(LDLIBS) $(LIBS.$(call KIND,$(1)))
 endef
 $(foreach b,$(BUILDS),$(eval $(call build_rule,$(b))))

@@ -2,9 +2,9 @@
 --list` prints this table; CONFIGS=... picks rows by name or pattern.
 
 Columns: name, build (build/benchmark-BUILD, src/builds.tsv), tracer
-(scripts/tracers/), probe (where: function entry, marker, marker with its
-semaphore raised, marker with the semaphore left off, or an LTTng-UST
-tracepoint), action (what the probe does: nothing, count only, or record
+(scripts/tracers/), probe (where: function entry or return, marker,
+marker with its semaphore raised, marker with the semaphore left off, or
+an LTTng-UST tracepoint), action (what the probe does: nothing, count only, or record
 a timestamp and the argument), mode (tracer-specific), script (stap),
 expect (all events, none, or unverifiable), overwrite (a flight
 recorder), and a one-line description.
@@ -16,15 +16,27 @@ BUILD_TABLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
                            "src", "builds.tsv")
 
 
+@dataclass(frozen=True)
+class Build:
+    name: str
+    header: str
+    kind: str
+    site: str
+    cflags: str
+    idle: bool
+    description: str
+
+
 def builds():
-    """{build: description} from src/builds.tsv (its header says the
-    columns), in the table's order, baseline first."""
+    """{name: Build} from src/builds.tsv (its header says the columns),
+    in the table's order, baseline first."""
     out = {}
     with open(BUILD_TABLE) as f:
         for line in f:
             cols = line.rstrip("\n").split("\t")
-            if len(cols) == 6 and cols[0] != "build":
-                out[cols[0]] = cols[5]
+            if len(cols) == 7 and cols[0] != "build":
+                cols[5] = cols[5] == "yes"
+                out[cols[0]] = Build(*cols)
     return out
 
 
@@ -34,7 +46,7 @@ class Config:
     name: str
     build: str
     tracer: str
-    probe: str = ""  # function | marker | marker-semaphore | marker-noref | tracepoint
+    probe: str = ""  # function | return | marker | marker-semaphore | marker-noref | tracepoint
     action: str = ""  # count | record
     mode: str = ""  # perf: stat | record; lttng: snapshot | disk; stap: alibi
     script: str = ""
@@ -43,14 +55,17 @@ class Config:
     description: str = ""
 
 
+# The marker sites the canary runs check (each has a BUILD-canary build).
+SITES = ("sdt", "sdt-nop5", "sdt-nop10", "sdt-nop10-at1")
+
 C = Config
 CONFIGS = [
     # Baselines first: nothing attached.  `baseline` is what every other
     # row is measured against; the idle-* rows are each build's own cost
     # with no tracer (a marker's nop, a semaphore test, -pg's mcount calls).
     C("baseline", "plain", "none", description="bare call, nothing in single_trace"),
-    *[C(f"idle-{b}", b, "none", description=f"{what}; nothing attached")
-      for b, what in builds().items() if b != "plain"],
+    *[C(f"idle-{b.name}", b.name, "none", description=f"{b.description}; nothing attached")
+      for b in builds().values() if b.idle and b.name != "plain"],
 
     # ftrace uprobe_events, recorded into the kit's own overwrite-mode buffer.
     C("ftrace-function", "plain", "ftrace", "function", "record",
@@ -109,14 +124,49 @@ CONFIGS = [
     C("stap-mark-alibi", "sdt", "stap", "marker", "count", "alibi", script="stp/mark-empty.stp",
       expect="unverifiable",
       description="process.mark with -DSTP_ALIBI (module runtime only): no handler runs"),
+
+    # Return probes beside the entry probes above.
+    C("ftrace-function-return", "plain", "ftrace", "return", "record",
+      description="uretprobe (r:) on single_trace's return"),
+    C("bpftrace-function-return", "plain", "bpftrace", "return", "count",
+      description="uretprobe:single_trace { count }"),
+    C("perf-stat-function-return", "plain", "perf", "return", "count", "stat",
+      description="perf probe single_trace%return + perf stat -e"),
+    C("stap-function-return", "sdt", "stap", "return", "count",
+      script="stp/function-return.stp",
+      description="process.function.return, count only"),
+
+    # Function entry on first instructions of other kinds than plain's `ret`.
+    *[C(f"{t}-fentry-{kind}", f"fentry-{kind}", t, "function", "count",
+        description=f"{what} on single_trace's entry, a `{insn}`")
+      for kind, insn in (("nop", "nop"), ("push", "push %rbx"))
+      for t, what in (("ftrace", "uprobe_events probe"), ("bpftrace", "uprobe { count }"))],
+
+    # The marker's expensive argument, attached (the idle-sdt-expensive*
+    # rows above are the same builds with nothing attached).
+    C("ftrace-expensive", "sdt-expensive", "ftrace", "marker", "record",
+      description="uprobe on the marker whose argument costs a strlen and a hash"),
+    C("ftrace-expensive-guarded", "sdt-expensive-guarded", "ftrace", "marker-semaphore",
+      "record", description="the same under its semaphore, raised by the kernel"),
+
+    # Probe-site safety: each marker site inside the red-zone canary
+    # (src/trace/canary.h), probed by each tracer that can probe it.  A
+    # run whose sentinel changed is `corrupted`; the row says which path
+    # the probe took (trap or optimised call).
+    *[C(f"site-{site}-{t}", f"{site}-canary", t, "marker", "count", mode,
+        description=f"{what} on the {site} site, red-zone canary checked")
+      for site in SITES
+      for t, mode, what in (("ftrace", "", "uprobe_events probe"),
+                            ("bpftrace", "", "usdt { count }"),
+                            ("perf", "stat", "perf probe + perf stat"))],
 ]
 
 BY_NAME = {c.name: c for c in CONFIGS}
 
 
 def table():
-    w = max(len(c.name) for c in CONFIGS)
-    rows = [f"{'name':<{w}}  {'build':<11}  {'tracer':<8}  description"]
+    w, wb = max(len(c.name) for c in CONFIGS), max(len(c.build) for c in CONFIGS)
+    rows = [f"{'name':<{w}}  {'build':<{wb}}  {'tracer':<8}  description"]
     for c in CONFIGS:
-        rows.append(f"{c.name:<{w}}  {c.build:<11}  {c.tracer:<8}  {c.description}")
+        rows.append(f"{c.name:<{w}}  {c.build:<{wb}}  {c.tracer:<8}  {c.description}")
     return "\n".join(rows)

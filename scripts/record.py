@@ -16,7 +16,7 @@ from dataclasses import dataclass
 # and the status `dropped`; 3 moved meta's "stap" into "tracers" (one line
 # per back-end); 4 added rate, calls, pacing, late, machine_busy_ns,
 # machine_source and proc_stat_busy_ns (a row without a rate is a
-# tight-loop row).  Older folders still read.
+# tight-loop row), corrupted and path, and the status `corrupted`.  Older folders still read.
 FORMAT_VERSION = 4
 
 COLUMNS = [
@@ -25,6 +25,7 @@ COLUMNS = [
     "thread_wall_ns", "thread_user_ns", "thread_sys_ns", "thread_cpu_ns", "process_user_ns",
     "process_sys_ns", "tracer_user_ns", "tracer_sys_ns", "runtime", "sized_by", "pinned", "note",
     "rate", "calls", "pacing", "late", "machine_busy_ns", "machine_source", "proc_stat_busy_ns",
+    "corrupted", "path",
 ]
 # What a row must have for the report to read it at all.
 REQUIRED = ["config", "threads", "iterations", "rep", "status", "thread_wall_ns"]
@@ -38,11 +39,13 @@ STATUSES = {
     "unverified": "the configuration cannot count its events (e.g. -DSTP_ALIBI)",
     "mismatch": "the tracer saw a different number of events than expected, and said "
                 "nothing of a loss",
+    "corrupted": "the probe changed the program's data: calls whose red-zone sentinel was "
+                 "overwritten (canary builds); whatever it counted, the site is unsafe here",
     "failed": "the run did not complete (the reason says why); its times are not used",
     "skipped": "the configuration cannot run here (the reason says why)",
 }
 # Statuses whose times are measurements (the target ran to its end).
-MEASURED = ("ok", "dropped", "overwritten", "unverified", "mismatch")
+MEASURED = ("ok", "dropped", "overwritten", "unverified", "mismatch", "corrupted")
 
 
 @dataclass
@@ -65,8 +68,12 @@ def expected_events(attached, expect, calls):
     return {"all": calls, "none": 0}.get(expect)
 
 
-def verdict(attached, expected, ev, overwrite=False):
-    """(status, reason) of a completed run from what its tracer saw."""
+def verdict(attached, expected, ev, overwrite=False, corrupted=0, calls=None):
+    """(status, reason) of a completed run from what its tracer saw, and
+    from the target's red-zone canary (CORRUPTED of CALLS calls)."""
+    if corrupted:
+        return "corrupted", (f"{corrupted} of {calls} calls had their red-zone sentinel "
+                             "overwritten while probed")
     if not attached:
         return "ok", ""
     if expected is None:

@@ -232,6 +232,29 @@ def paced_markdown(p):
     return lines
 
 
+SITES_HEAD = ["config", "build (site)", "probe", "tracer", "threads", "overhead [ns/event]",
+              "corrupted/calls", "path fired", "safe on this kernel?"]
+SITES_NOTE = (
+    "Each marker site runs inside a red-zone canary (the -canary builds): a leaf function "
+    "keeps a sentinel in the 128 bytes below %rsp, the marker fires, the sentinel is read "
+    "back.  A probe whose handling writes there (an optimised uprobe's call pushes its "
+    "return address at -8(%rsp)) corrupts the program: UNSAFE.  NEVER FIRES: the probe was "
+    "attached without error and saw no event.  The path is what the target's own "
+    "mappings showed ([uprobes-trampoline]: optimised; [uprobes]: single-stepped; neither: "
+    "emulated) or, for a return probe, whether the uretprobe syscall was made.")
+RED = '<span style="color:red">**{}**</span>'
+
+
+def site_rows(a):
+    out = []
+    for s in a.get("sites", []):
+        v = s["verdict"]
+        out.append([s["config"], s["build"], s["probe"], s["tracer"], s["threads"],
+                    f_ns(s["ns_per_event"]), f"{s['corrupted']}/{s['calls']}", s["path"] or "-",
+                    RED.format(v) if v in ("UNSAFE", "NEVER FIRES") else v or "-"])
+    return out
+
+
 def tight_markdown(a):
     """The tight-loop sections (RATE=max, the default)."""
     lines = []
@@ -250,6 +273,9 @@ def tight_markdown(a):
               "min(threads, CPUs).", ""]
     lines.append(table(["config", "threads", "events [M/s]", "efficiency", "time-sliced"],
                        scaling_rows(a)))
+    if a.get("sites"):
+        lines += ["", "## Probe sites: cost, safety and the path taken", "", SITES_NOTE, ""]
+        lines.append(table(SITES_HEAD, site_rows(a)))
     lines += ["", "## The 2011 figures beside today's", "",
               "2011: SystemTap 1.3, Fedora 14, Core 2 Duo P8600, utrace, `stap -F` "
               "(shared/seeds/003).  Today's runs are scaled to 10M calls at 1 thread.", ""]

@@ -31,6 +31,7 @@ sys.path.insert(0, HERE)
 import configs  # noqa: E402
 import elfinfo  # noqa: E402
 import params  # noqa: E402
+import paths  # noqa: E402
 import record  # noqa: E402
 import tracers  # noqa: E402
 from params import DEFAULT_TIME_LIMIT, MAX_ITER, TIGHT, TIME_LIMIT_MARGIN, cpus  # noqa: E402
@@ -198,18 +199,28 @@ class Kit:
         planned = threads * iterations
         expected = record.expected_events(tracer.attaches, cfg.expect, planned)
         row = dict(base, events_expected=expected, status="failed")
+        # A return probe's path is the kernel's uretprobe syscall, or a trap.
+        uret = paths.UretprobeSyscalls(run) if cfg.probe == "return" else None
         t0 = time.monotonic()
         try:
             try:
+                if uret:
+                    self.sup.attach(uret, run)
                 self.sup.attach(tracer, run)
                 cmd = tracer.wrap(run, run.target())
                 rec, rusage, why = self.sup.execute(tracer, run, cmd, self.time_limit(run), ROOT)
                 if why:
                     raise TracerError(why)
                 ev = tracer.events(run)
+                if uret:
+                    row["path"] = uret.path()
             finally:
                 self.sup.detach(tracer, run)
+                if uret:
+                    self.sup.detach(uret, run)
             row.update(self.record_fields(rec))
+            if tracer.uprobes and not uret:
+                row["path"] = paths.entry_path(rec["uprobe_maps"], ev.seen)
             if ev.tracer_cpu_ns:  # a daemon's CPU, read by the back-end
                 row["tracer_user_ns"], row["tracer_sys_ns"] = ev.tracer_cpu_ns
             elif rusage and cmd[0] != run.build:
@@ -226,8 +237,8 @@ class Kit:
                 # the target's own sanity check
                 row["reason"] = f"the target made {calls} calls, not {planned}"
             else:
-                row["status"], row["reason"] = record.verdict(tracer.attaches, expected, ev,
-                                                              cfg.overwrite)
+                row["status"], row["reason"] = record.verdict(
+                    tracer.attaches, expected, ev, cfg.overwrite, row["corrupted"], calls)
         except TracerError as e:
             row["reason"] = str(e)
         except OSError as e:
@@ -253,6 +264,7 @@ class Kit:
         fields.update((k, rec[k]) for k in ("wall_ns", "process_user_ns", "process_sys_ns",
                                             "machine_busy_ns", "machine_source",
                                             "proc_stat_busy_ns"))
+        fields["corrupted"] = sum(t["corrupted"] for t in pt)
         if rec["pacing"]:
             fields["pacing"] = "{method}, batches of {batch}".format(**rec["pacing"])
             fields["late"] = sum(t["late"] for t in pt)

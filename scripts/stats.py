@@ -157,6 +157,10 @@ def analyse(rows, meta):
         if not timed:
             continue
         c = {"config": config, "threads": threads, "tracer": rs[0].get("tracer", ""),
+             "build": rs[0].get("build", ""), "probe": rs[0].get("probe", ""),
+             "path": common(r.get("path") for r in measured),
+             "corrupted": sum(num(r.get("corrupted")) or 0 for r in measured),
+             "calls": sum(calls(r) for r in measured),
              "runtime": next((r.get("runtime") for r in measured if r.get("runtime")), ""),
              "iterations": sorted({r["iterations"] for r in measured}),
              "n_timed": len(timed), "n_failed": n_failed,
@@ -174,6 +178,9 @@ def analyse(rows, meta):
             [r for r in rs if r["rep"] == 0 and r["status"] in MEASURED], measured)
         c["tracer_fixed_ms"] = None if fixed is None else fixed / 1e6
         c["check"] = event_check(measured)
+        if c["corrupted"]:
+            c["flags"].append(f"UNSAFE: the probe corrupted {c['corrupted']} of {c['calls']} "
+                              "calls' data (red-zone canary)")
         if c["check"]["verdict"] == "MISMATCH":
             c["flags"].append("EVENT MISMATCH: overhead not trustworthy")
         if c["check"]["verdict"] == "DROPPED":
@@ -192,7 +199,8 @@ def analyse(rows, meta):
             c["overhead"] = overhead(c, b) if b and c["config"] != BASELINE else None
     scaling([c for c in out if c["n_runs"]], ncpu)
     return {"cells": out, "skipped": dedup_skips(skipped), "failed": failed,
-            "has_baseline": bool(base), "cpus": ncpu}
+            "has_baseline": bool(base), "cpus": ncpu,
+            "sites": sites([c for c in out if c["n_runs"]])}
 
 
 def config_rank(seen):
@@ -216,7 +224,9 @@ def event_check(rows):
     seen = [num(r.get("events_seen")) for r in rows]
     dropped = sum(num(r.get("events_dropped")) or 0 for r in rows)
     statuses = {r["status"] for r in rows}
-    if all(e is None for e in exp):
+    if "corrupted" in statuses:
+        verdict = "CORRUPTED"
+    elif all(e is None for e in exp):
         verdict = "unverified" if "unverified" in statuses else "n/a"
     elif "mismatch" in statuses:
         verdict = "MISMATCH"
@@ -231,6 +241,34 @@ def event_check(rows):
             "seen": sum(s for s in seen if s is not None) if any(s is not None for s in seen)
             else None,
             "dropped": dropped, "verdict": verdict}
+
+
+def common(values):
+    """The most frequent non-empty value ('' if none)."""
+    vals = [v for v in values if v]
+    return max(set(vals), key=vals.count) if vals else ""
+
+
+def sites(cells):
+    """The probe-site table: every cell of a uprobe-based probe whose row
+    says which path it took, or that was judged by the canary; per cell
+    its cost, corrupted/total calls, path and verdict (UNSAFE where the
+    canary caught the probe writing the program's data, NEVER FIRES where
+    it saw nothing)."""
+    out = []
+    for c in cells:
+        if not c.get("path") and not c.get("build", "").endswith("-canary"):
+            continue
+        o = c.get("overhead")
+        seen = (c.get("check") or {}).get("seen")
+        verdict = ("UNSAFE" if c["corrupted"] else
+                   "NEVER FIRES" if seen == 0 and c["probe"] != "marker-noref" else
+                   "safe" if c["build"].endswith("-canary") else "")
+        out.append({"config": c["config"], "build": c["build"], "probe": c["probe"],
+                    "tracer": c["tracer"], "threads": c["threads"],
+                    "ns_per_event": o["mean_ns"] if o else None, "corrupted": c["corrupted"],
+                    "calls": c["calls"], "path": c["path"], "verdict": verdict})
+    return out
 
 
 def scaling(cells, ncpu):

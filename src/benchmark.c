@@ -17,9 +17,11 @@
  * machine's CPU time (see struct machine), so a runner can count CPU that
  * no process of its own shows (in-kernel work, other daemons).
  *
- * One source, several builds (see the Makefile): they differ only in the
- * trace header forced in with `-include src/trace/BUILD.h`, which defines
- * TRACE_SINGLE(v) (what single_trace contains), and in -DTRACE_BUILD=name.
+ * One source, several builds (src/builds.tsv): they differ only in the
+ * trace headers forced in with `-include src/trace/HEADER.h`, which define
+ * TRACE_SINGLE(v) (what single_trace contains) and may define
+ * TRACE_BEFORE()/TRACE_AFTER() around it (the red-zone canary), in
+ * compiler flags, and in -DTRACE_BUILD=name.
  */
 /* _GNU_SOURCE (RUSAGE_THREAD, affinity) comes from the Makefile, since the
  * forced trace header may include system headers before this line. */
@@ -40,6 +42,10 @@
 
 #if !defined(TRACE_SINGLE) || !defined(TRACE_BUILD)
 #error "build with -include src/trace/BUILD.h (see the Makefile)"
+#endif
+#ifndef TRACE_BEFORE
+#define TRACE_BEFORE() ((void)0)
+#define TRACE_AFTER() ((void)0)
 #endif
 
 #define MAX_THREADS 1024
@@ -79,7 +85,12 @@ struct thread_result {
 	uint64_t cpu_ns; /* CLOCK_THREAD_CPUTIME_ID delta */
 	uint64_t calls;
 	uint64_t late; /* paced: batches that ended after their deadline */
+	uint64_t corrupted; /* calls whose red-zone canary changed (canary builds) */
 };
+
+/* Calls of this thread whose red-zone sentinel was overwritten (only the
+ * canary builds' TRACE_AFTER counts; 0 elsewhere). */
+static __thread uint64_t kit_corrupted;
 
 /* The start gate: every thread waits here until all exist, then all are
  * released at once.  (A pthread_barrier cannot be abandoned when a later
@@ -231,7 +242,9 @@ static void machine_close(struct machine *m, uint64_t threads_ns)
  * merging or cloning it.  It is global so the symbol is there to probe. */
 __attribute__((noinline)) void single_trace(unsigned int v)
 {
+	TRACE_BEFORE();
 	TRACE_SINGLE(v);
+	TRACE_AFTER();
 	__asm__ volatile("" : : "r"(v) : "memory");
 }
 
@@ -317,6 +330,7 @@ static void *worker_main(void *arg)
 		die("benchmark: clock");
 
 	w->r.calls = i;
+	w->r.corrupted = kit_corrupted;
 	w->r.start_ns = ns_of(&t0);
 	w->r.end_ns = ns_of(&t1);
 	w->r.cpu_ns = ns_of(&c1) - ns_of(&c0);
@@ -454,6 +468,33 @@ static int nth_allowed_cpu(long k)
 	return -1;
 }
 
+/* The kernel's uprobe mappings in this process when the threads are done,
+ * which say which path a probe took: "[uprobes]", the out-of-line area a
+ * trapped probe single-steps in (and where the uretprobe trampoline is),
+ * or "[uprobes-trampoline]", the call an optimised probe takes; neither
+ * where every hit was emulated or nothing fired.  As a JSON array. */
+static void print_uprobe_maps(FILE *f)
+{
+	char line[512], seen[256] = "";
+	const char *name;
+	FILE *maps = fopen("/proc/self/maps", "r");
+	int n = 0;
+
+	fputs("[", f);
+	while (maps && fgets(line, sizeof(line), maps)) {
+		line[strcspn(line, "\n")] = '\0';
+		name = strstr(line, "[uprobes");
+		if (!name || strstr(seen, name) || strlen(seen) + strlen(name) + 2 > sizeof(seen))
+			continue;
+		strcat(seen, name);
+		strcat(seen, "|");
+		fprintf(f, "%s\"%s\"", n++ ? "," : "", name);
+	}
+	if (maps)
+		fclose(maps);
+	fputs("]", f);
+}
+
 static void print_json(FILE *f, const struct params *p, const struct worker *w, uint64_t t0,
 		       uint64_t t1, const struct machine *m)
 {
@@ -483,16 +524,18 @@ static void print_json(FILE *f, const struct params *p, const struct worker *w, 
 		fprintf(f, "\"proc_stat_busy_ns\":%" PRIu64 ",", m->stat1 - m->stat0);
 	else
 		fprintf(f, "\"proc_stat_busy_ns\":null,");
-	fprintf(f, "\"machine_source\":\"%s\",", m->source);
+	fprintf(f, "\"machine_source\":\"%s\",\"uprobe_maps\":", m->source);
+	print_uprobe_maps(f);
+	fputs(",", f);
 	fprintf(f, "\"per_thread\":[");
 	for (k = 0; k < p->threads; k++) {
 		const struct thread_result *r = &w[k].r;
 		fprintf(f,
 			"%s{\"thread\":%ld,\"cpu\":%d,\"start_ns\":%" PRIu64 ",\"wall_ns\":%" PRIu64
 			",\"user_ns\":%" PRIu64 ",\"sys_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64
-			",\"calls\":%" PRIu64 ",\"late\":%" PRIu64 "}",
+			",\"calls\":%" PRIu64 ",\"late\":%" PRIu64 ",\"corrupted\":%" PRIu64 "}",
 			k ? "," : "", r->id, r->cpu, r->start_ns - t0, r->end_ns - r->start_ns,
-			r->user_ns, r->sys_ns, r->cpu_ns, r->calls, r->late);
+			r->user_ns, r->sys_ns, r->cpu_ns, r->calls, r->late, r->corrupted);
 	}
 	fprintf(f, "]}\n");
 }

@@ -36,6 +36,17 @@ class Verdict(unittest.TestCase):
                 self.assertEqual(got[0], status)
                 self.assertIn(reason, got[1])
 
+    def test_corrupted_comes_first(self):
+        """A run whose red-zone canary changed is `corrupted`, whatever its
+        tracer counted (even an exact count, even with drops)."""
+        for ev in (Events(1000), Events(990, 10), Events(0)):
+            with self.subTest(ev=ev):
+                st, why = record.verdict(True, 1000, ev, corrupted=999, calls=1000)
+                self.assertEqual(st, "corrupted")
+                self.assertIn("999 of 1000 calls", why)
+        self.assertEqual(record.verdict(True, 1000, Events(1000), corrupted=0, calls=1000)[0],
+                         "ok")
+
     def test_every_status_documented(self):
         self.assertEqual(set(record.MEASURED) | {"failed", "skipped"}, set(record.STATUSES))
 

@@ -287,6 +287,47 @@ class Paced(unittest.TestCase):
         self.assertEqual(self.c[("baseline", 10000)]["n_runs"], 2)
 
 
+class Sites(unittest.TestCase):
+    """The probe-site table from rows written out here: a site whose canary
+    changed is UNSAFE (in red in report.md), one that saw nothing NEVER
+    FIRES, a clean canary site is safe, and each says its path."""
+
+    @staticmethod
+    def row(config, build, tracer, seen, corrupted, path, ns, rep=1):
+        return {"config": config, "build": build, "tracer": tracer, "probe": "marker",
+                "threads": 1, "iterations": 1000, "rep": rep, "status":
+                "corrupted" if corrupted else "ok" if seen == 1000 or tracer == "none"
+                else "mismatch", "reason": "", "thread_wall_ns": str(ns * 1000),
+                "events_expected": "" if tracer == "none" else "1000",
+                "events_seen": "" if tracer == "none" else str(seen),
+                "corrupted": str(corrupted), "path": path, "calls": "1000"}
+
+    def test_site_verdicts(self):
+        rows = [self.row("baseline", "plain", "none", None, 0, "", 1, rep)
+                for rep in (1, 2)]
+        rows += [self.row("site-a", "sdt-canary", "ftrace", 1000, 0, "trap: int3", 800, rep)
+                 for rep in (1, 2)]
+        rows += [self.row("site-b", "sdt-nop5-canary", "ftrace", 1000, 999, "optimised: x",
+                          700, rep) for rep in (1, 2)]
+        rows += [self.row("site-c", "sdt-nop10-at1-canary", "ftrace", 0, 0,
+                          "none: the probe never fired", 2, rep) for rep in (1, 2)]
+        a = stats.analyse(rows, {"cpus": 2})
+        v = {s["config"]: s for s in a["sites"]}
+        self.assertEqual(set(v), {"site-a", "site-b", "site-c"})
+        self.assertEqual(v["site-a"]["verdict"], "safe")
+        self.assertEqual((v["site-b"]["verdict"], v["site-b"]["corrupted"],
+                          v["site-b"]["calls"]), ("UNSAFE", 1998, 2000))
+        self.assertAlmostEqual(v["site-b"]["ns_per_event"], 699)
+        self.assertEqual(v["site-c"]["verdict"], "NEVER FIRES")
+        md = report.markdown(a, {}, [], "/x")
+        self.assertIn('<span style="color:red">**UNSAFE**</span>', md)
+        site_b = [[c.strip() for c in ln.split("|")[1:-1]] for ln in md.splitlines()
+                  if ln.startswith("| site-b ") and "sdt-nop5-canary" in ln]
+        self.assertEqual(site_b, [["site-b", "sdt-nop5-canary", "marker", "ftrace", "1", "699",
+                                   "1998/2000", "optimised: x",
+                                   '<span style="color:red">**UNSAFE**</span>']])
+
+
 class Errors(unittest.TestCase):
     def report(self, *folders):
         r = run(["python3", REPORT_PY, *folders])

@@ -559,6 +559,48 @@ class Paced(StateTest):
                     self.assertGreater(int(x["tracer_user_ns"]) + int(x["tracer_sys_ns"]), 0)
 
 
+class Sites(StateTest):
+    """Probe sites: the canary's verdict and the path each row took."""
+
+    def test_sites_and_paths(self):
+        """ftrace on the 1-byte nop, the 5-byte nop and the 10-byte nop of
+        `nop; nop10` (+1), inside the red-zone canary, and a return probe:
+        every row says which path fired; a row is `corrupted` exactly when
+        the canary counted overwritten calls; the 1-byte nop (a trap, the
+        instruction emulated) never corrupts; a probe that never fires is
+        a mismatch that says so; the return probe's path is the uretprobe
+        syscall or a trap, counted, and its watch is removed after (the
+        state check)."""
+        need_tracer(self, "ftrace")
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--quick", "1", "--threads", "1", "--iter", "20000", "--configs",
+                     "site-sdt-ftrace,site-sdt-nop5-ftrace,site-sdt-nop10-at1-ftrace,"
+                     "ftrace-function-return"], res)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rows, _ = rows_of(res)
+        by = {x["config"]: x for x in rows}
+        for x in rows:
+            with self.subTest(config=x["config"]):
+                self.assertIn(x["status"], ("ok", "corrupted", "mismatch"), x["reason"])
+                self.assertEqual(x["status"] == "corrupted", int(x["corrupted"]) > 0)
+                self.assertRegex(x["path"], r"^(optimised|trap|none|uretprobe syscall)")
+        one = by["site-sdt-ftrace"]
+        self.assertEqual((one["status"], one["corrupted"]), ("ok", "0"))
+        self.assertTrue(one["path"].startswith("trap"), one["path"])
+        nop5 = by["site-sdt-nop5-ftrace"]
+        if nop5["path"].startswith("optimised") and nop5["status"] == "corrupted":
+            # The kernel optimised the probe and its call wrote the red zone:
+            # all calls but the first (the trap that optimises it).
+            self.assertEqual(int(nop5["corrupted"]), 20000 - 1)
+        at1 = by["site-sdt-nop10-at1-ftrace"]
+        if at1["events_seen"] == "0":
+            self.assertEqual(at1["status"], "mismatch")
+            self.assertTrue(at1["path"].startswith("none: the probe never fired"))
+        ret = by["ftrace-function-return"]
+        self.assertEqual(ret["status"], "ok", ret["reason"])
+        self.assertRegex(ret["path"], r"^(uretprobe syscall \(20000 calls seen\)|trap)")
+
+
 class WaitLoop(unittest.TestCase):
     """The runner's wait for a run: it sleeps while a back-end watches,
     and the time limit holds in that state too."""

@@ -17,9 +17,9 @@ import elfinfo
 ALL_BUILDS = list(configs.builds())  # src/builds.tsv
 FIELDS = {"build", "pid", "threads", "iterations", "pinned", "clock", "wall_ns",
           "process_user_ns", "process_sys_ns", "rate", "pacing", "machine_busy_ns", "proc_stat_busy_ns",
-          "machine_source", "per_thread"}
+          "machine_source", "uprobe_maps", "per_thread"}
 THREAD_FIELDS = {"thread", "cpu", "start_ns", "wall_ns", "user_ns", "sys_ns", "cpu_ns", "calls",
-                 "late"}
+                 "late", "corrupted"}
 
 
 def readelf_notes(path):
@@ -71,17 +71,77 @@ class Notes(unittest.TestCase):
                 self.assertEqual(e.pc, int(n["location"], 16))
                 self.assertEqual(e.semaphore, int(n["semaphore"], 16))
 
+    # build -> the bytes at the marker's address, and the byte before it
+    # where the site puts one there (sdt-nop10-at1: the nop before the
+    # 10-byte nop); the canary builds carry the same sites.
+    SITES = {"sdt": ("90", None), "sdt-guarded": ("90", None),
+             "sdt-nop5": ("0f1f440000", None),
+             "sdt-nop10": ("90662e0f1f840000000000", None),
+             "sdt-nop10-at1": ("662e0f1f840000000000", "90")}
+
     @unittest.skipUnless(platform.machine() == "x86_64", "x86-64 instruction bytes")
     def test_probe_sites(self):
-        """nop5: exactly 0f 1f 44 00 00; sdt and sdt-guarded: a 1-byte nop."""
-        for b, want in (("sdt-nop5", "0f1f440000"), ("sdt", "90"), ("sdt-guarded", "90")):
+        """Each site's bytes at the marker's address, exactly, in its build
+        and its -canary build; sdt's 1-byte nop is not followed by a long one."""
+        for b, (want, before) in self.SITES.items():
+            for build_name in (b, b + "-canary"):
+                if build_name not in ALL_BUILDS:
+                    continue
+                with self.subTest(build=build_name):
+                    need_build(self, build_name)
+                    e = elfinfo.Elf(build(build_name))
+                    pc = e.sdt_notes()[0].pc
+                    self.assertEqual(e.bytes_at(pc, len(want) // 2).hex(), want)
+                    if before:
+                        self.assertEqual(e.bytes_at(pc - 1, 1).hex(), before)
+                    if b == "sdt":
+                        self.assertNotEqual(e.bytes_at(pc, 5).hex(), "0f1f440000")
+
+    @unittest.skipUnless(platform.machine() == "x86_64", "x86-64 instruction bytes")
+    def test_entry_kinds(self):
+        """single_trace's first instruction: ret (plain), nop (fentry-nop),
+        push %rbx (fentry-push), the entries the function probes meet."""
+        for b, first in (("plain", "c3"), ("fentry-nop", "90"), ("fentry-push", "53")):
             with self.subTest(build=b):
                 need_build(self, b)
                 e = elfinfo.Elf(build(b))
-                pc = e.sdt_notes()[0].pc
-                self.assertEqual(e.bytes_at(pc, len(want) // 2).hex(), want)
-                if b == "sdt":
-                    self.assertNotEqual(e.bytes_at(pc, 5).hex(), "0f1f440000")
+                self.assertEqual(e.bytes_at(e.symbol("single_trace"), 1).hex(), first)
+
+    @unittest.skipUnless(platform.machine() == "x86_64", "the red zone is x86-64's")
+    def test_canary_is_a_leaf(self):
+        """A canary build's single_trace never moves %rsp (no push, sub or
+        call): its sentinel at -8(%rsp) is the red zone's, and the marker
+        sits between the write and the check."""
+        for b in [x for x in ALL_BUILDS if x.endswith("-canary")]:
+            with self.subTest(build=b):
+                need_build(self, b)
+                dis = run(["objdump", "-d", "--no-show-raw-insn", build(b)]).stdout
+                body = dis[dis.index("<single_trace>:"):]
+                body = body[:body.index("\n\n")]
+                self.assertNotRegex(body, r"\s(push|sub|call)\s")
+                self.assertIn("-0x8(%rsp)", body)
+
+    def test_canary_catches_a_write(self):
+        """The canary counts what it is for: gdb, stopped at the marker of
+        sdt-canary on each of 50 calls, overwrites -8(%rsp) there, and the
+        record says 50 corrupted calls; without gdb, 0."""
+        need(self, "gdb")
+        need_build(self, "sdt-canary")
+        b = build("sdt-canary")
+        pc = elfinfo.Elf(b).sdt_notes()[0].pc
+        clean = json.loads(run([b, "-t", "1", "-i", "50", "-q"]).stdout)
+        self.assertEqual(clean["per_thread"][0]["corrupted"], 0)
+        at = pc - elfinfo.Elf(b).symbol("single_trace")
+        with tempfile.NamedTemporaryFile("w", suffix=".gdb") as script:
+            script.write("set pagination off\n"
+                         f"break *(single_trace + {at})\n"
+                         "commands\nsilent\nset {long}($rsp - 8) = 0\ncontinue\nend\nrun\n")
+            script.flush()
+            r = run(["gdb", "-batch", "-nx", "-x", script.name, "--args", b, "-t", "1",
+                     "-i", "50", "-q"])
+        recs = [ln for ln in r.stdout.splitlines() if ln.startswith('{"build"')]
+        self.assertEqual(len(recs), 1, r.stdout[-2000:] + r.stderr[-2000:])
+        self.assertEqual(json.loads(recs[0])["per_thread"][0]["corrupted"], 50)
 
     def test_single_trace_is_a_real_call(self):
         """Every build calls single_trace ITER times: the call is not

@@ -18,7 +18,8 @@
 
 Class attributes: name, needs ({program: Debian package}), versions
 (programs whose --version meta.json records), attaches (False only for
-the baselines' `none`), State (its run.state dataclass).
+the baselines' `none`), uprobes (its probes are uprobes, so rows say which
+path they took), State (its run.state dataclass).
 
 Every back-end names what it creates after run.tag (unique to the run),
 so detach removes exactly what it made and nobody else's probes.

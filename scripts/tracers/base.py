@@ -77,6 +77,7 @@ class Tracer:
     needs = {}  # program it needs on PATH -> the Debian package providing it
     versions = ()  # programs whose --version meta.json records
     attaches = True  # False for the baselines' "tracer" (nothing attached)
+    uprobes = True  # its probes are uprobes (so the row says which path they took)
     State = RunState
 
     def params(self):

@@ -11,6 +11,8 @@ from .base import LOG_TAIL, Events, RunState, Tracer, TracerError
 
 HANDLERS = {
     "count": "@events = count();",
+    # (a return probe's record keeps the return value's register, retval)
+    "record-return": "@ts[tid] = nsecs; @arg[tid] = retval; @events = count();",
     "record": "@ts[tid] = nsecs; @arg[tid] = arg0; @events = count();",
 }
 
@@ -34,6 +36,8 @@ class Bpftrace(Tracer):
     def program(run):
         if run.cfg.probe == "function":
             probe = f"uprobe:{run.build}:single_trace"
+        elif run.cfg.probe == "return":
+            probe = f"uretprobe:{run.build}:single_trace"
         else:
             probe = f"usdt:{run.build}:benchmark:single_trace"
         return f"{probe} {{ {HANDLERS[run.cfg.action]} }}"

@@ -1,7 +1,7 @@
 """ftrace.py: the kernel's own uprobe events, through tracefs alone.
 
 The probe is `p:TAG/TAG_single_trace PATH:OFFSET[(SEMAPHORE)] v=REG:u32`
-in uprobe_events (TAG is the run's own name, in the event's name too:
+(a return probe: `r:` at the function, nothing fetched) in uprobe_events (TAG is the run's own name, in the event's name too:
 uprobe_profile shows only the name, and Linux 6.18 here refuses a second
 event of one name in any group), enabled in a tracing instance of the
 kit's own whose ring buffer is in overwrite mode: the kernel's flight
@@ -50,6 +50,8 @@ class Ftrace(Tracer):
         """(file offset, semaphore file offset or None, fetch arg) of the
         probe that run.cfg.probe names."""
         elf = Elf(run.build)
+        if run.cfg.probe == "return":  # nothing to fetch: the function returns void
+            return elf.file_offset(elf.symbol("single_trace")), None, ""
         if run.cfg.probe == "function":
             return elf.file_offset(elf.symbol("single_trace")), None, tracefs.first_arg_fetch()
         notes = [n for n in elf.sdt_notes() if n.name == "single_trace"]
@@ -71,7 +73,8 @@ class Ftrace(Tracer):
         off, sem, fetch = self.site(run)
         group = run.tag
         try:
-            spec = tracefs.add_uprobe(group, self.event(run), run.build, off, sem, fetch)
+            spec = tracefs.add_uprobe(group, self.event(run), run.build, off, sem, fetch,
+                                      ret=run.cfg.probe == "return")
             run.state.event = True
             inst = os.path.join(tracefs.find(), "instances", group)
             os.mkdir(inst)

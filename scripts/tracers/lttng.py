@@ -73,6 +73,7 @@ class State(RunState):
 
 class Lttng(Tracer):
     name = "lttng"
+    uprobes = False
     State = State
     needs = {"lttng": "lttng-tools", "lttng-sessiond": "lttng-tools",
              "babeltrace2": "babeltrace2"}

@@ -4,6 +4,7 @@ from .base import Events, Tracer
 
 class NoTracer(Tracer):
     name = "none"
+    uprobes = False
     attaches = False
 
     def events(self, run):

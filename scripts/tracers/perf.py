@@ -1,5 +1,6 @@
-"""perf.py: `perf probe` on the SDT marker, then `perf stat -e` (counted in
-the kernel) or `perf record -e` (each event written to perf.data).
+"""perf.py: `perf probe` on the SDT marker (or on single_trace's entry or
+return, `TAG=single_trace[%return]`), then `perf stat -e` (counted in the
+kernel) or `perf record -e` (each event written to perf.data).
 
 perf 6.x cannot rename an SDT event, so the probe is perf's own
 `sdt_benchmark:single_trace[_N]`; the back-end reads the name perf chose
@@ -62,9 +63,11 @@ class Perf(Tracer):
     def attach(self, run):
         os.makedirs(BUILDID_DIR, exist_ok=True)
         self.sh(self.perf("buildid-cache", "--add", run.build), log=run.log)
-        out = self.sh(self.perf("probe", "-x", run.build, "-a", "sdt_benchmark:single_trace"),
-                      log=run.log)
-        m = re.search(r"^\s+(sdt_benchmark:single_trace\w*) \(on ", out, re.M)
+        where = {"function": f"{run.tag}=single_trace",
+                 "return": f"{run.tag}=single_trace%return"}.get(run.cfg.probe,
+                                                                  "sdt_benchmark:single_trace")
+        out = self.sh(self.perf("probe", "-x", run.build, "-a", where), log=run.log)
+        m = re.search(r"^\s+(\w+:\w*) \(on ", out, re.M)
         if not m:
             raise TracerError("perf probe added no event (see its log)")
         run.state.event = m.group(1)

@@ -186,6 +186,10 @@ class Stap(Tracer):
     def skip_reason(self, cfg):
         if cfg.mode == "alibi" and self.runtime != "module":
             return "-DSTP_ALIBI is an option of the module runtime, which cannot run here"
+        if cfg.probe == "return" and self.runtime == "bpf":
+            return ("SystemTap's bpf runtime has no process return probes (stap: 'process "
+                    "return probes not available'); the module runtime, which has them, "
+                    "cannot run here")
         return None
 
     def base_flags(self):

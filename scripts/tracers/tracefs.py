@@ -65,10 +65,11 @@ def write(path, text):
         os.close(fd)
 
 
-def add_uprobe(group, event, binary, offset, semaphore=None, fetch=""):
+def add_uprobe(group, event, binary, offset, semaphore=None, fetch="", ret=False):
+    """Defines p:GROUP/EVENT (r: with RET, a return probe) at OFFSET."""
     t = find()
     ref = f"(0x{semaphore:x})" if semaphore else ""
-    spec = f"p:{group}/{event} {binary}:0x{offset:x}{ref}"
+    spec = f"{'r' if ret else 'p'}:{group}/{event} {binary}:0x{offset:x}{ref}"
     if fetch:
         spec += " " + fetch
     try:
@@ -116,3 +117,40 @@ def first_arg_fetch(sdt_args=None):
         return f"v=%{reg}:u32"
     reg = FIRST_ARG.get(platform.machine())
     return f"v={reg}:u32" if reg else ""
+
+
+class EventCounter:
+    """Counts a kernel event (e.g. syscalls/sys_enter_uretprobe) fired by
+    tasks named COMM, exactly, in a tracing instance of its own (NAME) with
+    a small overwrite buffer: entries + overrun is every event recorded.
+    start() before the run, count() after, stop() always."""
+
+    def __init__(self, name, event, comm):
+        self.inst = os.path.join(find(), "instances", name)
+        self.event, self.comm = event, comm[:15]  # the kernel's comm is 15 bytes
+
+    def available(self):
+        return os.path.isdir(os.path.join(find(), "events", self.event))
+
+    def start(self):
+        os.mkdir(self.inst)
+        ev = os.path.join(self.inst, "events", self.event)
+        write(os.path.join(self.inst, "buffer_size_kb"), "64")
+        write(os.path.join(ev, "filter"), f'comm == "{self.comm}"')
+        write(os.path.join(ev, "enable"), "1")
+
+    def count(self):
+        n = 0
+        percpu = os.path.join(self.inst, "per_cpu")
+        for cpu in os.listdir(percpu):
+            with open(os.path.join(percpu, cpu, "stats")) as f:
+                stats = f.read()
+            n += sum(int(x) for x in re.findall(r"^(?:entries|overrun): (\d+)", stats, re.M))
+        return n
+
+    def stop(self):
+        if os.path.isdir(self.inst):
+            en = os.path.join(self.inst, "events", self.event, "enable")
+            if os.path.exists(en):
+                write(en, "0")
+            os.rmdir(self.inst)

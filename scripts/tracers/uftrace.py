@@ -16,6 +16,7 @@ class State(RunState):
 
 class Uftrace(Tracer):
     name = "uftrace"
+    uprobes = False
     State = State
     needs = {"uftrace": "uftrace"}
     versions = ("uftrace",)
