@@ -80,7 +80,9 @@ class Matrix(StateTest):
                      "--configs", f"{tracer}*"], res)
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
             rows, _ = rows_of(res)
-        names = [c.name for c in configs.CONFIGS if c.tracer == tracer]
+        # (the site-* configurations, whose rows may be `corrupted`, are Sites')
+        names = [c.name for c in configs.CONFIGS if c.tracer == tracer
+                 and c.name.startswith(tracer)]
         self.assertEqual(sorted({r["config"] for r in rows}), sorted(names))
         for row in rows:
             with self.subTest(config=row["config"], threads=row["threads"]):
@@ -115,7 +117,8 @@ class Matrix(StateTest):
             r = kit(["--quick", "1", "--threads", "1,2", "--configs", "baseline,idle-*"], res)
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
             rows, folder = rows_of(res)
-            self.assertEqual(len(rows), 12)
+            untraced = [c for c in configs.CONFIGS if not tracers.get(c.tracer).attaches]
+            self.assertEqual(len(rows), 2 * len(untraced))
             for row in rows:
                 self.assertEqual(row["status"], "ok", row)
                 self.assertEqual(sum(1 for _ in row["thread_wall_ns"].split(";")),
