@@ -21,7 +21,7 @@ Q := @
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all list needs configs run report test clean help
+.PHONY: all list needs configs run report test clean help lab lab-shell
 
 # The builds: src/builds.tsv, one row each (its header says the columns).
 # field(BUILD,N): column N of BUILD's row.
@@ -135,6 +135,14 @@ run:
 report:
 	$(Q)$(PYTHON) scripts/report.py $${RESULTS:+$$RESULTS}
 
+# SystemTap's module runtime in guest kernels (scripts/lab.py): LAB=sid,trixie,bookworm
+# QUICK=1 NO_INSTALL=1 ACCEL=auto|kvm|tcg, read from the environment as make run's are.
+lab:
+	$(Q)$(PYTHON) scripts/lab.py
+
+lab-shell:
+	$(Q)$(PYTHON) scripts/lab.py --shell
+
 test: all
 	$(Q)$(PYTHON) tests/run_tests.py $${TESTS:+$$TESTS}
 
@@ -147,5 +155,7 @@ help:
 	@echo "make run          the matrix; its variables and their defaults (scripts/run.py --help says more):"
 	@$(PYTHON) scripts/run.py --vars | sed 's/^/                    /'
 	@echo "make report       the report of results/latest (RESULTS='results/A results/B' for several)"
+	@echo "make lab          SystemTap's module runtime in guest kernels: LAB=sid,trixie,bookworm QUICK=1 ACCEL=auto|kvm|tcg"
+	@echo "make lab-shell    a shell in the (first) guest, the kit at /kit"
 	@echo "make test         the test suite (TESTS=name to pick some)"
 	@echo "make clean        remove build/"

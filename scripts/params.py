@@ -108,6 +108,16 @@ def seconds_in(name, lo, hi, extra=""):
     return parse
 
 
+def folder(name):
+    """An existing folder, or '' for none."""
+    def parse(text):
+        if text and not os.path.isdir(text):
+            raise argparse.ArgumentTypeError(f"{name} '{text}' is not allowed: want an "
+                                             "existing folder, or nothing")
+        return os.path.abspath(text) if text else ""
+    return parse
+
+
 def one_of(name, *allowed):
     def parse(text):
         if text not in allowed:

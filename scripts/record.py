@@ -120,10 +120,12 @@ def write_json(path, obj):
 
 class Folder:
     """A new results folder under RESULTS: runs.csv (each row on disk as
-    soon as it is written), meta.json, logs/, and the `latest` link."""
+    soon as it is written), meta.json, logs/, and the `latest` link.  Its
+    name is the UTC stamp, or NAME (make lab's per-suite folders, which
+    `latest` does not follow)."""
 
-    def __init__(self, results):
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    def __init__(self, results, name=None):
+        stamp = name or datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         os.makedirs(results, exist_ok=True)
         d, n = os.path.join(results, stamp), 1
         while True:
@@ -143,7 +145,7 @@ class Folder:
         self._file.flush()
         self.write_meta()
         latest = os.path.join(results, "latest")
-        if os.path.islink(latest) or not os.path.exists(latest):
+        if name is None and (os.path.islink(latest) or not os.path.exists(latest)):
             tmp = latest + f".{os.getpid()}"
             os.symlink(os.path.basename(d), tmp)
             os.replace(tmp, latest)

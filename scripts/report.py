@@ -322,11 +322,50 @@ def markdown(a, meta, warnings, folder, p=None):
         lines.append(table(["build", "site", "file offset", "bytes"], rows))
     if warnings:
         lines += ["", "## Input warnings", ""] + [f"- {w}" for w in warnings]
+    lab = env.get("lab")
+    if lab:
+        lines += lab_markdown(a, lab)
+        if lab.get("accel") != "kvm":  # emulated times are not shown beside anything
+            return "\n".join(lines) + "\n"
     if a["cells"] or not (p and p["cells"]):
         lines += tight_markdown(a)
     if p and p["cells"]:
         lines += paced_markdown(p)
     return "\n".join(lines) + "\n"
+
+
+LAB_HEAD = ["config", "threads", "runs (failed)", "status", "events seen/expected", "runtime",
+            "note"]
+
+
+def lab_markdown(a, lab):
+    """A guest's section (make lab): its kernel and tools, and under TCG,
+    where times are emulated, counts and statuses only."""
+    lines = ["", f"## Guest lab: Debian {lab.get('suite')}", "",
+             f"- guest kernel: {lab.get('kernel', '?')}; SystemTap {lab.get('stap', '?')}; "
+             f"accelerator: {lab.get('accel', 'none: the guest was not booted')}",
+             f"- pre-flight: {lab.get('preflight') or 'SystemTap builds modules for this kernel'}"]
+    if "modules_left" in lab:
+        left = lab["modules_left"]
+        lines.append("- modules left loaded in the guest at the end: "
+                     + ("unknown" if left is None else ", ".join(left) or "none"))
+    if lab.get("accel") == "kvm":
+        return lines + ["", "Under KVM the times below are real figures for this kernel.", ""]
+    lines += ["", "Under TCG the guest's times are emulated, not measurements: only counts "
+              "and statuses are shown.", ""]
+    rows = []
+    for c in a["cells"]:
+        ch = c.get("check") or {}
+        rows.append([c["config"], c["threads"], f"{c['n_timed'] - c['n_failed']}"
+                     + (f" ({c['n_failed']}/{c['n_timed']} failed)" if c["n_failed"] else ""),
+                     "/".join(sorted({*c.get("statuses", [])})) or "-", f_check(ch) if ch else "-",
+                     c.get("runtime") or "-", "; ".join(c["failed_reasons"])[:120]])
+    lines.append(table(LAB_HEAD, rows))
+    lines += ["", "## Skipped and failed", ""]
+    lines += [f"- skipped {s['config']}: {s['reason']}" for s in a["skipped"]]
+    lines += [f"- FAILED {f['config']} threads={f['threads']} rep={f['rep']}: {f['reason']}"
+              for f in a["failed"]] or (["None."] if not a["skipped"] else [])
+    return lines
 
 
 # -- plots ---------------------------------------------------------------------
@@ -582,7 +621,8 @@ def main(argv):
             print(f"report: warning: {w}", file=sys.stderr)
         p = paced([r for r in rows if paced_rate(r) is not None])
         a = analyse([r for r in rows if paced_rate(r) is None], meta)
-        if not a["has_baseline"] and a["cells"]:
+        emulated = (meta.get("lab") or {}).get("accel", "kvm") != "kvm"  # make lab under TCG
+        if not a["has_baseline"] and a["cells"] and not emulated:
             print(f"report: {folder}: no baseline rows; overheads are not computed",
                   file=sys.stderr)
         results.append((folder, a))
@@ -592,9 +632,11 @@ def main(argv):
         with open(os.path.join(folder, "report.json"), "w") as f:
             json.dump(to_json(a, meta, warnings, p), f, indent=1, sort_keys=True)
             f.write("\n")
-        made = plots(a, folder, p)
+        made = [] if emulated else plots(a, folder, p)
         print(f"\n== {folder}\n")
-        if a["cells"]:
+        if emulated:
+            print("\n".join(lab_markdown(a, meta["lab"])))
+        elif a["cells"]:
             print(table(OVERHEAD_HEAD, overhead_rows(a)))
             print()
             print(table(Y2011_HEAD, y2011(a)))

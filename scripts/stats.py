@@ -164,6 +164,7 @@ def analyse(rows, meta):
              "runtime": next((r.get("runtime") for r in measured if r.get("runtime")), ""),
              "iterations": sorted({r["iterations"] for r in measured}),
              "n_timed": len(timed), "n_failed": n_failed,
+             "statuses": sorted({r["status"] for r in timed}),
              "failed_reasons": sorted({r["reason"] for r in timed if r["status"] == "failed"})}
         c["flags"] = []
         if n_failed:

@@ -2,9 +2,11 @@
 configurations run and count exactly on the runtime this machine has,
 the runtime choice is said and forcing an impossible one is refused."""
 import glob
+import json
 import os
 import platform
 import tempfile
+import time
 import unittest
 
 from kit_test import ROOT, StateTest, need, need_build, need_root, need_tracer, run
@@ -125,6 +127,56 @@ class Runtime(StateTest):
             self.assertEqual(r.returncode, 2)
             self.assertIn(f"STAP_RUNTIME=module cannot run here: {mod}", r.stderr)
             self.assertEqual(os.listdir(res), [], "a results folder was left")
+
+
+class Preflight(unittest.TestCase):
+    """Before the module runtime is chosen, `stap -p4` must build a module
+    for the kernel; here against a build tree that cannot compile (the
+    kit's bpf stub tree: a .config and an empty Makefile)."""
+
+    def test_a_tree_that_fails_to_compile(self):
+        need(self, "stap")
+        need_build(self, "sdt")
+        STAP.make_stub()
+        with tempfile.TemporaryDirectory() as tmp:
+            cache = os.path.join(tmp, "preflight.json")
+            old, tracers.stap.PREFLIGHT_CACHE = tracers.stap.PREFLIGHT_CACHE, cache
+            try:
+                ver = tracers.stap.stap_version()
+                why = tracers.stap.preflight(STUB, "9.9.9-test")
+                self.assertEqual(
+                    why, f"SystemTap {ver} cannot build modules for kernel 9.9.9-test: "
+                    "make: *** No rule to make target 'modules'.  Stop.")
+                # Cached per release and version: the answer, not a second compile.
+                with open(cache) as f:
+                    self.assertIn(why, json.load(f).values())
+                t0 = time.monotonic()
+                self.assertEqual(tracers.stap.preflight(STUB, "9.9.9-test"), why)
+                self.assertLess(time.monotonic() - t0, 0.2)
+            finally:
+                tracers.stap.PREFLIGHT_CACHE = old
+
+    def test_the_runtime_choice_follows_it(self):
+        """Where modules load but the pre-flight fails: auto falls back to
+        bpf saying why in one line; STAP_RUNTIME=module is refused with
+        the same line (the runner exits 2 on it, before anything is
+        attached).  The pre-flight is the real one, on the stub tree."""
+        need(self, "stap")
+        need_root(self)
+        STAP.make_stub()
+
+        class NoModules(type(STAP)):
+            def module_reason(self):
+                return tracers.stap.preflight(STUB, "9.9.9-test", cache=False)
+        why = NoModules().module_reason()
+        b = NoModules()
+        if b.bpf_reason():
+            self.skipTest(f"the bpf runtime cannot run here: {b.bpf_reason()}")
+        self.assertIsNone(b.pick(None))
+        self.assertEqual((b.runtime, b.why), ("bpf", f"module runtime unavailable: {why}"))
+        with self.assertRaises(tracers.TracerError) as e:
+            NoModules().pick("module")
+        self.assertEqual(str(e.exception), f"STAP_RUNTIME=module cannot run here: {why}")
 
 
 if __name__ == "__main__":

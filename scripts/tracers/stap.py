@@ -5,8 +5,10 @@ module (ordinary distro kernels with modules and headers): the way the
 mode and returns; the back-end waits until /sys/module/TAG is live, the
 target runs, the count is read from /proc/systemtap/TAG/events (the
 scripts' procfs probe), and `staprun -d TAG` unloads the module.
-Overload protection is off (-DSTP_NO_OVERLOAD, --suppress-time-limits) so
-a tight loop is not cut short.
+Overload protection is off (-DSTP_NO_OVERLOAD) so a tight loop is not cut
+short.  (--suppress-time-limits would also lift MAXACTION, but it needs
+guru mode, -g: found when the module runtime first ran, in make lab's
+guest; the scripts' one-statement handlers do not need it.)
 
 bpf (`--runtime=bpf`), where modules cannot load: stap needs a kernel
 "build tree", which the back-end makes as a stub in build/stap-kernel/
@@ -20,26 +22,107 @@ constant in the argument's place (see each script); rows say so.
 
 The runtime is chosen once, in choose(): module where it works, else
 bpf; STAP_RUNTIME=module|bpf forces one (an error if it cannot run here).
+"Works" includes a pre-flight: Debian's SystemTap cannot build modules for
+some of Debian's own kernels (4.8 for 6.1, 5.1 for 6.12), so before the
+module runtime is chosen, `stap -p4` compiles a trivial script with one
+process.mark probe against the kernel's build tree; the result is cached
+per kernel release and SystemTap version (build/stap-preflight.json), and
+a failure names the first compiler error.
+
+STAP_MODULES=DIR (what `make lab` sets in its guests) loads modules built
+beforehand, DIR/kit_CONFIG.ko, with `staprun -L` instead of compiling in
+the run: a guest under emulation compiles at a tenth of the host's speed.
 """
 import gzip
+import json
 import os
 import platform
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 
-from params import Param, one_of
+from params import Param, folder, one_of
 from . import tracefs
-from .base import (LOG_TAIL, LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError, live,
-                   wait_for)
+from .base import (LOG_TAIL, LONG_TIMEOUT_S, TOOL_TIMEOUT_S, Events, RunState, Tracer,
+                   TracerError, live, wait_for)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 STUB = os.path.join(ROOT, "build", "stap-kernel")
 SHIM = os.path.join(ROOT, "build", "memlock-shim.so")
-MODULE_FLAGS = ["-DSTP_NO_OVERLOAD", "--suppress-time-limits"]
+MODULE_FLAGS = ["-DSTP_NO_OVERLOAD"]
 MODULE_LIVE_S = 30  # for a module `stap -F` loaded to become live
+PREFLIGHT_CACHE = os.path.join(ROOT, "build", "stap-preflight.json")
+TARGET = "build/benchmark-sdt"  # what the scripts in stp/ probe
+PREFLIGHT_SCRIPT = ('probe begin { exit() } '
+                    'probe process("%s").mark("single_trace") { }')
+
+
+def stap_version(prefix=()):
+    """`stap --version`'s version, e.g. '4.8/0.188', or None."""
+    try:
+        out = subprocess.run([*prefix, "stap", "--version"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, timeout=TOOL_TIMEOUT_S).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"version ([\w.]+/[\w.]+)", out)
+    return m.group(1) if m else None
+
+
+def first_error(out):
+    """The first line that says what failed in stap -p4's output: the
+    compiler's first `error:`, else make's `***`, else stap's `Pass N:
+    ... failed`, else its last line that is not a tip or a warning."""
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    for pattern in (r"\b(fatal )?error: ", r"^make(\[\d+\])?: \*\*\*", r"^Pass \d+: .*failed"):
+        for ln in lines:
+            if re.search(pattern, ln):
+                return re.sub(r"^/tmp/\S+?/", "", ln)  # a temporary folder's path says nothing
+    rest = [ln for ln in lines if not ln.startswith(("Tip:", "WARNING:"))]
+    return (rest or lines or ["no output"])[-1]
+
+
+def preflight(tree, release, prefix=(), workdir=None, target=None, cache=True):
+    """None if SystemTap builds a module for kernel RELEASE from build
+    tree TREE, else the line saying why not.  PREFIX runs stap elsewhere
+    (["chroot", ROOTFS] in `make lab`; TREE, WORKDIR and TARGET are then
+    paths inside it, and WORKDIR, where pass 4 writes its module, is the
+    caller's to remove).  Cached per (release, SystemTap version, tree)."""
+    ver = stap_version(prefix) or "?"
+    key = f"{release} {ver} {tree} {' '.join(prefix)}"
+    known = {}
+    if cache and os.path.exists(PREFLIGHT_CACHE):
+        with open(PREFLIGHT_CACHE) as f:
+            known = json.load(f)
+        if key in known:
+            return known[key]
+    own = workdir is None
+    if own:
+        os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
+        workdir = tempfile.mkdtemp(prefix="stap-preflight-", dir=os.path.join(ROOT, "build"))
+    script = PREFLIGHT_SCRIPT % (target or os.path.join(ROOT, TARGET))
+    cmd = [*prefix, "sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", workdir,
+           "stap", "-p4", "-r", tree, "-m", "kit_preflight", "-e", script]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=LONG_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        why = None if p.returncode == 0 else (
+            f"SystemTap {ver} cannot build modules for kernel {release}: {first_error(p.stdout)}")
+    except subprocess.TimeoutExpired:
+        why = f"SystemTap {ver} did not build a module for kernel {release} in {LONG_TIMEOUT_S} s"
+    finally:
+        if own:
+            shutil.rmtree(workdir, ignore_errors=True)
+    if cache:
+        known[key] = why
+        with open(PREFLIGHT_CACHE + ".tmp", "w") as f:
+            json.dump(known, f, indent=1)
+        os.replace(PREFLIGHT_CACHE + ".tmp", PREFLIGHT_CACHE)
+    return why
+
+
 BPF_NOTE = "bpf runtime: argument not read (stap 4.8 BPF cannot read $v/$arg1); a constant printed instead"
 
 
@@ -67,6 +150,11 @@ def can_raise_memlock():
     return r.returncode == 0
 
 
+def prebuilt_name(cfg):
+    """The module name a configuration's module is built under beforehand."""
+    return "kit_" + cfg.name.replace("-", "_")
+
+
 @dataclass
 class State(RunState):
     """What one run of this back-end keeps between its verbs."""
@@ -86,10 +174,10 @@ class Stap(Tracer):
         self.runtime = None  # "module" or "bpf", once chosen
         self.why = ""  # why that runtime
         self.preload = False
+        self.modules = None  # STAP_MODULES: a folder of modules built beforehand
 
     # -- choosing the runtime -------------------------------------------------
-    @staticmethod
-    def module_reason():
+    def module_reason(self):
         if not os.path.exists("/proc/modules"):
             return "this kernel cannot load modules (CONFIG_MODULES is off)"
         build = f"/lib/modules/{platform.release()}/build"
@@ -98,7 +186,9 @@ class Stap(Tracer):
                     f"(Debian package linux-headers-{platform.release()})")
         if not shutil.which("staprun"):
             return "staprun not found (Debian package systemtap)"
-        return None
+        if self.modules:  # built beforehand, and checked there (make lab)
+            return None
+        return preflight(build, platform.release())
 
     @staticmethod
     def bpf_reason():
@@ -116,10 +206,14 @@ class Stap(Tracer):
 
     def params(self):
         return [Param("STAP_RUNTIME", one_of("STAP_RUNTIME", "module", "bpf", "auto"), "auto",
-                      "SystemTap's runtime: auto is module where it works, else bpf")]
+                      "SystemTap's runtime: auto is module where it works, else bpf"),
+                Param("STAP_MODULES", folder("STAP_MODULES"), "",
+                      "a folder of modules built beforehand (kit_CONFIG.ko, what make lab "
+                      "builds): loaded with staprun -L instead of compiled", "none")]
 
     def choose(self, args):
         forced = None if args.stap_runtime == "auto" else args.stap_runtime
+        self.modules = args.stap_modules or None
         if self.pick(forced):  # neither runtime: each row's skip reason says why
             return None
         return f"SystemTap runs on the {self.runtime} runtime: {self.why}"
@@ -215,10 +309,17 @@ class Stap(Tracer):
         run.state.flags = " ".join(self.flags(run))
         if self.runtime != "module":
             return
-        mod = self.module_name(run)
-        run.state.module = mod
-        self.sh(["stap", "-F", "-m", mod, *self.flags(run), run.cfg.script], log=run.log,
-                timeout=LONG_TIMEOUT_S, env=self.env())
+        if self.modules:  # built beforehand: load it in flight-recorder mode
+            mod = prebuilt_name(run.cfg)
+            ko = os.path.join(self.modules, mod + ".ko")
+            if not os.path.exists(ko):
+                raise TracerError(f"STAP_MODULES has no {mod}.ko for {run.cfg.name}")
+            run.state.module = mod
+            self.sh(["staprun", "-L", ko], log=run.log, timeout=LONG_TIMEOUT_S)
+        else:
+            mod = run.state.module = self.module_name(run)
+            self.sh(["stap", "-F", "-m", mod, *self.flags(run), run.cfg.script], log=run.log,
+                    timeout=LONG_TIMEOUT_S, env=self.env())
 
         def live_module():
             try:

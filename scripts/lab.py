@@ -1,0 +1,547 @@
+#!/usr/bin/env python3
+"""lab.py: `make lab`: SystemTap's module runtime for real, in throwaway
+guests whose kernels load modules, with the rows brought back into
+ordinary results folders.
+
+    make lab                       # LAB=sid: Debian unstable's kernel and SystemTap
+    make lab LAB=sid,trixie,bookworm
+    make lab QUICK=1               # what CI runs: sid, stap-mark and stap-mark-alibi
+    make lab-shell                 # a shell in the guest, the kit in /kit
+
+Per suite, cached under build/lab/SUITE/ (`make clean` removes it):
+1. a root file system made by mmdebstrap from the host's own Debian mirror
+   (SystemTap, the kernel and its headers, gcc, make, python3);
+2. the pre-flight in a chroot of it: `stap -p4` of a trivial script with a
+   process.mark probe against the guest kernel's headers.  Where that
+   fails the suite's rows are skipped with the compiler's first error;
+3. each SystemTap configuration's module, built in the chroot at the
+   host's speed (`stap -p4 -m kit_CONFIG`, with the kit's flags);
+4. an ext4 image of it (mkfs.ext4 -d: no loop device, no mount), booted
+   with qemu: KVM where it reaches userspace within BOOT_S, else TCG
+   (detected, not assumed: on this kind of machine KVM creates the VM
+   and then the guest spins in the kernel's decompressor);
+5. in the guest, the kit's own runner, STAP_RUNTIME=module, loading the
+   modules with `staprun -L` (flight recorder), counting from procfs,
+   unloading with `staprun -d`; then the guest lists any module left and
+   powers off;
+6. the guest's results folder copied out of the image with debugfs into
+   results/<stamp>-lab/SUITE/, with the lab's facts in meta.json "lab".
+
+Under TCG times are emulated, not measurements: the report of such a
+folder shows counts and statuses only.  Needs root, mmdebstrap, qemu,
+e2fsprogs (installed as `make run` installs, unless NO_INSTALL=1), about
+2 GB of disk per suite, and the host's Debian mirror.  Nothing is left
+running or mounted, whatever happens.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import configs  # noqa: E402
+import params  # noqa: E402
+import record  # noqa: E402
+from tracers import stap  # noqa: E402
+from tracers.base import say  # noqa: E402
+
+LAB_DIR = os.path.join(ROOT, "build", "lab")
+GUEST_KIT = "/kit"
+PACKAGES = ["systemtap", "systemtap-sdt-dev", "linux-image-amd64", "linux-headers-amd64",
+            "gcc", "make", "python3", "procps", "kmod"]
+HOST_PACKAGES = {"mmdebstrap": "mmdebstrap", "qemu-system-x86_64": "qemu-system-x86",
+                 "mkfs.ext4": "e2fsprogs", "debugfs": "e2fsprogs"}
+# Suites and what each needs.  sid's Release file in the host's mirror is
+# past its Valid-Until date (a snapshot), so apt must not check that date
+# there; nothing else is weakened (signatures are still checked).
+SUITES = {"sid": [], "trixie": [], "bookworm": []}
+SID_APTOPT = ['--aptopt=Acquire::Check-Valid-Until "false"']
+IMAGE_MB = 4096
+MIN_FREE_MB = 3 * 1024  # per suite: the root file system and its image
+GUEST_MB, GUEST_CPUS = 2048, 2
+BOOT_S = 60  # for a KVM guest to reach userspace before TCG is used instead
+USERSPACE = "KIT-LAB: userspace"
+DONE = "KIT-LAB: done"
+MMDEBSTRAP_S = 1800
+GUEST_S = {"quick": 1800, "full": 5400}  # a guest's whole run, boot to power-off
+QUICK_CONFIGS = ["stap-mark", "stap-mark-alibi"]
+
+
+class LabError(Exception):
+    """A step failed; the message is the one line the user sees."""
+
+
+def parse_args(argv):
+    def suites(text):
+        names = [s for s in text.split(",")]
+        bad = [s for s in names if s not in SUITES]
+        if bad or not names:
+            raise argparse.ArgumentTypeError(
+                f"LAB '{text}' is not allowed: want a comma-separated list of {', '.join(SUITES)}")
+        return list(dict.fromkeys(names))
+    p = params.Parser(prog="lab.py", description=__doc__.split("\n\n")[0])
+    for name, parse, default, what in (
+            ("LAB", suites, "sid", "Debian suites to boot, comma-separated"),
+            ("QUICK", params.flag01("QUICK"), "0", "1: sid's stap-mark and stap-mark-alibi, "
+             "ITER=20000, one run"),
+            ("NO_INSTALL", params.flag01("NO_INSTALL"), "0", "1: never install packages"),
+            ("ACCEL", params.one_of("ACCEL", "auto", "kvm", "tcg"), "auto",
+             "auto: KVM if the guest reaches userspace with it, else TCG")):
+        p.add_argument("--" + name.lower().replace("_", "-"), type=parse, metavar=name,
+                       default=os.environ.get(name, default), help=f"{what} (default {default})")
+    p.add_argument("--shell", action="store_true", help="a shell in the guest (make lab-shell)")
+    p.add_argument("--results", default=os.path.join(ROOT, "results"), metavar="DIR")
+    a = p.parse_args(argv)
+    if a.quick and "LAB" not in os.environ and "--lab" not in " ".join(argv):
+        a.lab = ["sid"]
+    return a
+
+
+# -- the host ------------------------------------------------------------------
+def mirror():
+    """The host's Debian mirror (its apt sources), never a name of ours."""
+    for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
+        with open(path) as f:
+            text = f.read()
+        for stanza in text.split("\n\n"):
+            uris = re.search(r"^URIs:\s*(\S+)", stanza, re.M)
+            if uris and "security" not in uris.group(1) and re.search(
+                    r"^Types:.*\bdeb\b", stanza, re.M):
+                return uris.group(1)
+    if os.path.exists("/etc/apt/sources.list"):
+        with open("/etc/apt/sources.list") as f:
+            for ln in f:
+                m = re.match(r"\s*deb\s+(?:\[[^]]*\]\s+)?(\S+)\s", ln)
+                if m and "security" not in m.group(1):
+                    return m.group(1)
+    return None
+
+
+def need_host_tools(no_install):
+    missing = sorted({p for c, p in HOST_PACKAGES.items() if not shutil.which(c)})
+    if missing and not no_install and os.geteuid() == 0 and shutil.which("apt-get"):
+        say(f"lab: installing the Debian packages it needs: {' '.join(missing)}")
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], env=env,
+                       stdout=subprocess.DEVNULL)
+        missing = sorted({p for c, p in HOST_PACKAGES.items() if not shutil.which(c)})
+    if missing:
+        raise LabError(f"missing Debian packages: {' '.join(missing)}"
+                       + (" (NO_INSTALL=1)" if no_install else ""))
+
+
+def sh(cmd, log, timeout=600, **kw):
+    """Runs CMD (a list), its output appended to LOG; LabError with the
+    line of its output that says what failed (stap.first_error) if it does."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           errors="replace", timeout=timeout, stdin=subprocess.DEVNULL, **kw)
+    except subprocess.TimeoutExpired as e:
+        out, why = (e.output or b"").decode(errors="replace") if isinstance(
+            e.output, bytes) else (e.output or ""), f"did not finish in {timeout} s"
+    else:
+        out, why = p.stdout, None if p.returncode == 0 else f"failed (exit {p.returncode})"
+    with open(log, "a") as f:
+        f.write("$ " + " ".join(cmd) + "\n" + out)
+    if why:
+        raise LabError(f"{' '.join(os.path.basename(c) for c in cmd[:1])} {why}: "
+                       f"{stap.first_error(out)}")
+    return out
+
+
+class Mounts:
+    """The chroot's /proc and /dev, mounted for a step and always undone."""
+
+    def __init__(self, rootfs):
+        self.rootfs, self.done = rootfs, []
+
+    def __enter__(self):
+        for src, dst, args in (("proc", "proc", ["-t", "proc"]), ("/dev", "dev", ["--bind"])):
+            path = os.path.join(self.rootfs, dst)
+            os.makedirs(path, exist_ok=True)
+            subprocess.run(["mount", *args, src, path], check=True)
+            self.done.append(path)
+        return self
+
+    def __exit__(self, *exc):
+        for path in reversed(self.done):
+            if subprocess.run(["umount", path]).returncode != 0:
+                subprocess.run(["umount", "-l", path])
+        self.done = []
+
+
+# -- one suite ------------------------------------------------------------------
+class Suite:
+    def __init__(self, name, args, folder_root, log):
+        self.name, self.args, self.log = name, args, log
+        self.dir = os.path.join(LAB_DIR, name)
+        self.rootfs = os.path.join(self.dir, "rootfs")
+        self.out = os.path.join(folder_root, name)
+        self.qemu = None
+        self.exited_early = False
+
+    def configs(self):
+        names = QUICK_CONFIGS if self.args.quick else [
+            c.name for c in configs.CONFIGS if c.tracer == "stap"]
+        return [configs.BY_NAME[n] for n in names]
+
+    # 1. the root file system
+    def make_rootfs(self):
+        if os.path.exists(os.path.join(self.dir, "rootfs.ok")):
+            return
+        m = mirror()
+        if not m:
+            raise LabError("no Debian mirror in the host's apt sources to build a guest from")
+        free = shutil.disk_usage(os.path.dirname(self.dir) if os.path.isdir(
+            os.path.dirname(self.dir)) else ROOT).free // 2 ** 20
+        if free < MIN_FREE_MB:
+            raise LabError(f"only {free} MB free for the guest, {MIN_FREE_MB} MB needed")
+        tmp = self.rootfs + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(self.rootfs, ignore_errors=True)
+        os.makedirs(self.dir, exist_ok=True)
+        say(f"lab: {self.name}: building its root file system with mmdebstrap "
+            "(a few minutes, once; cached in build/lab/)")
+        t0 = time.monotonic()
+        try:
+            sh(["mmdebstrap", "--variant=apt", "--include=" + ",".join(PACKAGES),
+                *(SID_APTOPT if self.name == "sid" else []), self.name, tmp, m],
+               self.log, timeout=MMDEBSTRAP_S)
+        except LabError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        os.rename(tmp, self.rootfs)
+        with open(os.path.join(self.dir, "rootfs.ok"), "w") as f:
+            f.write(f"{' '.join(PACKAGES)}\n")
+        say(f"lab: {self.name}: root file system in {time.monotonic() - t0:.0f} s")
+
+    def kernel(self):
+        """(release, vmlinuz, initrd) of the guest's kernel."""
+        rel = sorted(os.listdir(os.path.join(self.rootfs, "lib", "modules")))
+        if not rel:
+            raise LabError("the guest has no kernel in /lib/modules")
+        rel = rel[-1]
+        return (rel, os.path.join(self.rootfs, "boot", f"vmlinuz-{rel}"),
+                os.path.join(self.rootfs, "boot", f"initrd.img-{rel}"))
+
+    def chroot_version(self):
+        return stap.stap_version(["chroot", self.rootfs]) or "?"
+
+    # 2 and 3. pre-flight and the modules, in the chroot
+    def put_kit(self):
+        """The repository, with its builds, at /kit in the root file system."""
+        dst = os.path.join(self.rootfs, GUEST_KIT.lstrip("/"))
+        shutil.rmtree(dst, ignore_errors=True)
+        skip = shutil.ignore_patterns("lab", "results", ".git", "kit-scratch-*",
+                                      "stap-kernel", "perf-buildid", "*.pyc")
+        shutil.copytree(ROOT, dst, ignore=skip, symlinks=True)
+        os.makedirs(os.path.join(dst, "results"), exist_ok=True)
+        return dst
+
+    def preflight(self, rel):
+        tree = f"/lib/modules/{rel}/build"
+        work = tempfile.mkdtemp(prefix="preflight-", dir=os.path.join(self.rootfs, "tmp"))
+        try:
+            with Mounts(self.rootfs):
+                return stap.preflight(tree, rel, ["chroot", self.rootfs],
+                                      "/" + os.path.relpath(work, self.rootfs),
+                                      f"{GUEST_KIT}/{stap.TARGET}", cache=False)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def build_modules(self, rel, kit):
+        out = os.path.join(kit, "build", "lab-modules")
+        os.makedirs(out, exist_ok=True)
+        tree = f"/lib/modules/{rel}/build"
+        be = stap.Stap()
+        be.runtime = "module"
+        with Mounts(self.rootfs):
+            for cfg in self.configs():
+                mod = stap.prebuilt_name(cfg)
+                flags = be.base_flags() + (["-DSTP_ALIBI"] if cfg.mode == "alibi" else [])
+                t0 = time.monotonic()
+                # From the kit's root: the scripts name the target relative to
+                # it, as users run them; pass 4 leaves MOD.ko there.
+                sh(["chroot", self.rootfs, "sh", "-c", 'cd "$1" && shift && exec "$@"', "sh",
+                    GUEST_KIT, "stap", "-p4", "-r", tree, "-m", mod, *flags, cfg.script],
+                   self.log, timeout=1200)
+                os.replace(os.path.join(kit, mod + ".ko"), os.path.join(out, mod + ".ko"))
+                say(f"lab: {self.name}: built {mod}.ko in {time.monotonic() - t0:.0f} s")
+        return out
+
+    # 4 and 5. the guest
+    def init_script(self, kit, rel):
+        cfgs = ",".join(c.name for c in self.configs())
+        size = ["--iter", "20000", "--runs", "1"] if self.args.quick else ["--runs", "1"]
+        run = " ".join(["python3", "scripts/run.py", "--configs", cfgs, "--threads", "1..2",
+                        "--quick", "1", *size, "--no-install", "1", "--no-report",
+                        "--results", f"{GUEST_KIT}/results"])
+        text = f"""#!/bin/sh
+# The guest's init (make lab): mount what the kit needs, run its runner on
+# the module runtime with the modules built beforehand, list any module
+# left, power off.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t tmpfs tmp /tmp
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+echo "{USERSPACE} $(uname -r)"
+cd {GUEST_KIT}
+STAP_RUNTIME=module STAP_MODULES={GUEST_KIT}/build/lab-modules {run} 2>&1 | tee {GUEST_KIT}/results/lab-run.log
+lsmod | grep '^kit_' > {GUEST_KIT}/results/modules-left.txt
+echo "KIT-LAB: modules left: $(wc -l < {GUEST_KIT}/results/modules-left.txt)"
+sync
+echo "{DONE}"
+echo o > /proc/sysrq-trigger
+sleep 30
+"""
+        path = os.path.join(self.rootfs, "kit-init.sh")
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, 0o755)
+
+    def image(self):
+        img = os.path.join(self.dir, "disk.img")
+        if os.path.exists(img):
+            os.unlink(img)
+        with open(img, "wb") as f:
+            f.truncate(IMAGE_MB * 2 ** 20)
+        sh(["mkfs.ext4", "-q", "-F", "-d", self.rootfs, img], self.log)
+        return img
+
+    def boot(self, img, vmlinuz, initrd, accel, limit, shell=False):
+        """Boots the guest; returns (console text, reached userspace)."""
+        cpu = {"kvm": ["-enable-kvm", "-cpu", "host"], "tcg": ["-accel", "tcg", "-cpu", "max"]}
+        init = "/bin/bash" if shell else "/kit-init.sh"
+        cmd = ["qemu-system-x86_64", *cpu[accel], "-m", str(GUEST_MB), "-smp", str(GUEST_CPUS),
+               "-kernel", vmlinuz, "-initrd", initrd, "-no-reboot", "-nographic",
+               "-drive", f"file={img},format=raw,if=virtio",
+               "-append", f"console=ttyS0 root=/dev/vda rw init={init} panic=-1 quiet"]
+        with open(self.log, "a") as f:
+            f.write("$ " + " ".join(cmd) + "\n")
+        if shell:
+            return subprocess.run(cmd).returncode, True
+        self.qemu = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        console, seen = [], False
+        self.exited_early = False
+        t0 = time.monotonic()
+        deadline = t0 + (BOOT_S if accel == "kvm" else limit)
+        buf = b""
+        with open(os.path.join(self.dir, f"console-{accel}.log"), "wb") as clog:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                r, _, _ = select.select([self.qemu.stdout], [], [], min(left, 1.0))
+                if not r:
+                    if self.qemu.poll() is not None:
+                        self.exited_early = True
+                        break
+                    continue
+                chunk = os.read(self.qemu.stdout.fileno(), 65536)
+                if not chunk:
+                    self.exited_early = not seen
+                    break
+                clog.write(chunk)
+                buf += chunk
+                console.append(chunk.decode(errors="replace"))
+                if not seen and USERSPACE.encode() in buf:
+                    seen = True
+                    say(f"lab: {self.name}: the guest reached userspace ({accel}) in "
+                        f"{time.monotonic() - t0:.0f} s")
+                    deadline = t0 + limit
+        self.stop_qemu()
+        return "".join(console), seen
+
+    def stop_qemu(self):
+        q, self.qemu = self.qemu, None
+        if q and q.poll() is None:
+            os.killpg(q.pid, signal.SIGKILL)
+        if q:
+            q.wait()
+
+    def fetch(self, img):
+        """The guest's results folder, out of the image (debugfs: no mount)."""
+        dst = tempfile.mkdtemp(prefix="lab-fetch-", dir=self.dir)
+        sh(["debugfs", "-R", f"rdump {GUEST_KIT}/results {dst}", img], self.log)
+        return os.path.join(dst, "results")
+
+
+# -- the whole lab ---------------------------------------------------------------
+def accel_for(suite, img, vmlinuz, initrd, limit, args, state):
+    """Boots SUITE with KVM if it works here, else TCG; the console, whether
+    the guest got to userspace, and the accelerator used."""
+    tried = []
+    if args.accel in ("auto", "kvm") and state.get("kvm") is not False:
+        if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+            state["kvm"] = False
+            why = "no usable /dev/kvm"
+        else:
+            console, seen = suite.boot(img, vmlinuz, initrd, "kvm", limit)
+            if seen:
+                state["kvm"] = True
+                return console, seen, "kvm"
+            state["kvm"] = False
+            tail = [ln for ln in console.splitlines() if ln.strip()][-1:]
+            why = (f"qemu exited before the guest reached userspace" if suite.exited_early
+                   else f"the guest did not reach userspace in {BOOT_S} s")
+            why += f" (last console line: {tail[0].strip()[:160]})" if tail else ""
+        if args.accel == "kvm":
+            raise LabError(f"ACCEL=kvm: KVM does not work here: {why}")
+        say(f"lab: KVM is not usable here ({why}): using TCG, where times are not measurements")
+        tried.append(why)
+    console, seen = suite.boot(img, vmlinuz, initrd, "tcg", limit)
+    return console, seen, "tcg"
+
+
+def skipped_folder(suite, reason, extra):
+    """A results folder of skipped rows for SUITE: REASON for every row."""
+    folder = record.Folder(os.path.dirname(suite.out), name=suite.name)
+    for c in suite.configs():
+        for n in (1, 2):
+            folder.row(config=c.name, build=c.build, tracer=c.tracer, probe=c.probe,
+                       action=c.action, threads=n, status="skipped", reason=reason)
+    folder.meta["lab"] = dict(extra, suite=suite.name, preflight=reason)
+    folder.close()
+    return folder.dir
+
+
+def run_suite(name, args, top, log, state):
+    suite = Suite(name, args, top, log)
+    extra = {"suite": name}
+    try:
+        suite.make_rootfs()
+        rel, vmlinuz, initrd = suite.kernel()
+        extra.update(kernel=rel, stap=suite.chroot_version())
+        kit = suite.put_kit()
+        why = suite.preflight(rel)
+        say(f"lab: {name}: pre-flight: " + (why or f"SystemTap {extra['stap']} builds modules "
+                                             f"for kernel {rel}"))
+        if why:
+            return skipped_folder(suite, why, extra)
+        suite.build_modules(rel, kit)
+        suite.init_script(kit, rel)
+        if args.shell:
+            img = suite.image()
+            say(f"lab: {name}: a shell in the guest (kernel {rel}); the kit is in {GUEST_KIT}; "
+                "`poweroff -f` leaves")
+            suite.boot(img, vmlinuz, initrd, "kvm" if state.get("kvm") else "tcg", 0, shell=True)
+            return None
+        img = suite.image()
+        limit = GUEST_S["quick" if args.quick else "full"]
+        t0 = time.monotonic()
+        console, seen, accel = accel_for(suite, img, vmlinuz, initrd, limit, args, state)
+        extra.update(accel=accel, guest_s=round(time.monotonic() - t0))
+        if not seen:
+            raise LabError(f"the guest ({accel}) never reached userspace in {limit} s")
+        if DONE not in console:
+            raise LabError(f"the guest ({accel}) did not finish in {limit} s")
+        got = suite.fetch(img)
+        os.unlink(img)
+        return bring_back(suite, got, extra, console)
+    except LabError as e:
+        say(f"lab: {name}: {e}")
+        return skipped_folder(suite, f"lab: {e}", extra) if not args.shell else None
+    finally:
+        suite.stop_qemu()
+        for junk in glob.glob(os.path.join(suite.dir, "lab-fetch-*")):
+            shutil.rmtree(junk, ignore_errors=True)
+
+
+def bring_back(suite, got, extra, console):
+    """The guest's results folder becomes results/<stamp>-lab/SUITE/, with
+    the lab's facts in its meta.json."""
+    inner = [d for d in glob.glob(os.path.join(got, "2*")) if os.path.isdir(d)]
+    if len(inner) != 1:
+        last = ""
+        if os.path.exists(os.path.join(got, "lab-run.log")):
+            with open(os.path.join(got, "lab-run.log"), errors="replace") as f:
+                last = ([ln.strip() for ln in f if ln.strip()] or [""])[-1]
+        raise LabError(f"the guest's runner wrote {len(inner)} results folders, not 1"
+                       + (f": {last}" if last else ""))
+    shutil.copytree(inner[0], suite.out)
+    for f in ("lab-run.log", "modules-left.txt"):
+        if os.path.exists(os.path.join(got, f)):
+            shutil.copy(os.path.join(got, f), os.path.join(suite.out, "logs", f))
+    with open(os.path.join(suite.out, "logs", "console.log"), "w") as f:
+        f.write(console)
+    left = None  # the kit_ modules lsmod listed in the guest at the end
+    if os.path.exists(os.path.join(got, "modules-left.txt")):
+        with open(os.path.join(got, "modules-left.txt")) as f:
+            left = [ln.split()[0] for ln in f if ln.strip()]
+    meta_path = os.path.join(suite.out, "meta.json")
+    with open(meta_path) as f:
+        meta = json.load(f)
+    meta["lab"] = dict(extra, modules_left=left)
+    record.write_json(meta_path, meta)
+    return suite.out
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if os.geteuid() != 0:
+        say("lab: needs root (mmdebstrap, chroot, module loading in the guest)")
+        return 2
+    need_host_tools(args.no_install)
+    r = subprocess.run(["make", "-s", "-C", ROOT, "all"], stdout=sys.stderr)
+    if r.returncode != 0:
+        say("lab: make failed")
+        return 1
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    top = os.path.join(args.results, f"{stamp}-lab")
+    os.makedirs(LAB_DIR, exist_ok=True)
+    log = os.path.join(LAB_DIR, f"lab-{stamp}.log")
+    state = {}
+    old = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    folders = []
+    try:
+        for name in args.lab:
+            d = run_suite(name, args, top, log, state)
+            if d:
+                folders.append(d)
+    except KeyboardInterrupt:
+        say("lab: interrupted; the guest is stopped and nothing is left mounted")
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    if args.shell:
+        return 0
+    summary(top, folders)
+    for d in folders:
+        subprocess.run([sys.executable, os.path.join(HERE, "report.py"), d],
+                       stdout=subprocess.DEVNULL)
+    return 0
+
+
+def summary(top, folders):
+    lines = ["| suite | kernel | SystemTap | accel | pre-flight | rows |", "|---|---|---|---|---|---|"]
+    for d in folders:
+        rows, meta, _ = record.load(d)
+        lab = meta.get("lab", {})
+        counts = {}
+        for r in rows:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        lines.append(f"| {lab.get('suite')} | {lab.get('kernel', '?')} | {lab.get('stap', '?')} "
+                     f"| {lab.get('accel', '-')} | {lab.get('preflight') or 'builds modules'} | "
+                     + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + " |")
+    text = "\n".join(lines) + "\n"
+    os.makedirs(top, exist_ok=True)
+    with open(os.path.join(top, "summary.md"), "w") as f:
+        f.write(text)
+    print(text)
+    say(f"lab: results in {os.path.relpath(top, ROOT)}/ (one folder per suite, summary.md)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

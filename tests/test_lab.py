@@ -1,0 +1,89 @@
+"""make lab (scripts/lab.py): SystemTap's module runtime in a guest kernel,
+for real: what CI runs (`QUICK=1`: Debian sid's stap-mark and
+stap-mark-alibi at THREADS=1..2), and its input checks.  Slow the first
+time on a machine (mmdebstrap); the root file system is cached in
+build/lab/ after that."""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from kit_test import ROOT, SCRIPTS, need_root, run, unavailable
+import record
+
+LAB_PY = os.path.join(SCRIPTS, "lab.py")
+QUICK_ITER = 20000  # lab.py's QUICK runs
+
+
+def lab_state():
+    """What a lab could leave behind: qemu processes, mounts under the
+    repository, loop devices."""
+    qemu = subprocess.run(["pgrep", "-f", "qemu-system"], stdout=subprocess.PIPE,
+                          text=True).stdout.split()
+    with open("/proc/mounts") as f:
+        mounts = [ln.split()[1] for ln in f if ln.split()[1].startswith(ROOT)]
+    loops = subprocess.run(["losetup", "-a"], stdout=subprocess.PIPE, text=True).stdout.split("\n")
+    return {"qemu": qemu, "mounts": mounts, "loops": [ln for ln in loops if ln.strip()]}
+
+
+class Inputs(unittest.TestCase):
+    def test_bad_suite(self):
+        r = run([sys.executable, LAB_PY, "--lab", "sid,woody"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("LAB 'sid,woody' is not allowed: want a comma-separated list of "
+                      "sid, trixie, bookworm", r.stderr)
+        r = run([sys.executable, LAB_PY, "--accel", "xen"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("ACCEL 'xen' is not allowed", r.stderr)
+
+
+class Quick(unittest.TestCase):
+    def test_quick_lab(self):
+        """In the guest, on the module runtime with modules built in the
+        chroot: stap-mark counts exactly at 1 and 2 threads (flight
+        recorder, counts from procfs, staprun -d after), stap-mark-alibi
+        loads and unloads and is `unverified`; no module is left loaded in
+        the guest; the folder says which accelerator ran it; nothing (qemu,
+        mounts, loop devices) is left on the host."""
+        need_root(self)
+        before = lab_state()
+        with tempfile.TemporaryDirectory() as res:
+            r = run([sys.executable, LAB_PY, "--quick", "1", "--results", res], timeout=5400)
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+            folders = glob.glob(os.path.join(res, "*-lab", "sid"))
+            self.assertEqual(len(folders), 1, r.stderr[-3000:])
+            rows, meta, _ = record.load(folders[0])
+            lab = meta["lab"]
+            if lab.get("preflight", "").startswith("lab: "):
+                # mmdebstrap could not reach the mirror, no space, no qemu...
+                unavailable(self, lab["preflight"])
+            self.assertIsNone(lab.get("preflight"), lab)
+            self.assertIn(lab["accel"], ("kvm", "tcg"))
+            self.assertEqual(lab["modules_left"], [])
+            by = {(x["config"], int(x["threads"])): x for x in rows}
+            self.assertEqual(sorted(by), [("stap-mark", 1), ("stap-mark", 2),
+                                          ("stap-mark-alibi", 1), ("stap-mark-alibi", 2)])
+            for n in (1, 2):
+                mark = by[("stap-mark", n)]
+                self.assertEqual(mark["status"], "ok", mark["reason"])
+                self.assertEqual(mark["runtime"], "module")
+                self.assertEqual(int(mark["events_seen"]), n * QUICK_ITER)
+                alibi = by[("stap-mark-alibi", n)]
+                self.assertEqual(alibi["status"], "unverified", alibi["reason"])
+                self.assertIn("STP_ALIBI", alibi["note"])
+            with open(os.path.join(folders[0], "report.md")) as f:
+                md = f.read()
+            self.assertIn("## Guest lab: Debian sid", md)
+            if lab["accel"] == "tcg":
+                self.assertIn("only counts and statuses are shown", md)
+                self.assertNotIn("## Overhead per event", md)
+            with open(os.path.join(glob.glob(os.path.join(res, "*-lab"))[0], "summary.md")) as f:
+                self.assertIn("| sid |", f.read())
+        self.assertEqual(lab_state(), before)
+
+
+if __name__ == "__main__":
+    unittest.main()
