@@ -34,6 +34,7 @@ e2fsprogs (installed as `make run` installs, unless NO_INSTALL=1), about
 running or mounted, whatever happens.
 """
 import argparse
+import csv
 import glob
 import json
 import os
@@ -97,7 +98,10 @@ def parse_args(argv):
              "ITER=20000, one run"),
             ("NO_INSTALL", params.flag01("NO_INSTALL"), "0", "1: never install packages"),
             ("ACCEL", params.one_of("ACCEL", "auto", "kvm", "tcg"), "auto",
-             "auto: KVM if the guest reaches userspace with it, else TCG")):
+             "auto: KVM if the guest reaches userspace with it, else TCG"),
+            ("LAB_TIME_LIMIT", params.seconds_in("LAB_TIME_LIMIT", 0, 86400), "0",
+             f"seconds a guest may run, boot to power-off, before it is killed (0: "
+             f"{GUEST_S['quick']} with QUICK, else {GUEST_S['full']})")):
         p.add_argument("--" + name.lower().replace("_", "-"), type=parse, metavar=name,
                        default=os.environ.get(name, default), help=f"{what} (default {default})")
     p.add_argument("--shell", action="store_true", help="a shell in the guest (make lab-shell)")
@@ -190,6 +194,7 @@ class Suite:
         self.out = os.path.join(folder_root, name)
         self.qemu = None
         self.exited_early = False
+        self.unbuilt = {}  # configuration -> why its module did not build
 
     def configs(self):
         names = QUICK_CONFIGS if self.args.quick else [
@@ -273,16 +278,21 @@ class Suite:
                 t0 = time.monotonic()
                 # From the kit's root: the scripts name the target relative to
                 # it, as users run them; pass 4 leaves MOD.ko there.
-                sh(["chroot", self.rootfs, "sh", "-c", 'cd "$1" && shift && exec "$@"', "sh",
-                    GUEST_KIT, "stap", "-p4", "-r", tree, "-m", mod, *flags, cfg.script],
-                   self.log, timeout=1200)
+                try:
+                    sh(["chroot", self.rootfs, "sh", "-c", 'cd "$1" && shift && exec "$@"',
+                        "sh", GUEST_KIT, "stap", "-p4", "-r", tree, "-m", mod, *flags,
+                        cfg.script], self.log, timeout=1200)
+                except LabError as e:  # that configuration's rows say why; the rest run
+                    self.unbuilt[cfg.name] = f"its module did not build in the chroot: {e}"
+                    say(f"lab: {self.name}: {cfg.name}: {self.unbuilt[cfg.name]}")
+                    continue
                 os.replace(os.path.join(kit, mod + ".ko"), os.path.join(out, mod + ".ko"))
                 say(f"lab: {self.name}: built {mod}.ko in {time.monotonic() - t0:.0f} s")
         return out
 
     # 4 and 5. the guest
     def init_script(self, kit, rel):
-        cfgs = ",".join(c.name for c in self.configs())
+        cfgs = ",".join(c.name for c in self.configs() if c.name not in self.unbuilt)
         size = ["--iter", "20000", "--runs", "1"] if self.args.quick else ["--runs", "1"]
         run = " ".join(["python3", "scripts/run.py", "--configs", cfgs, "--threads", "1..2",
                         "--quick", "1", *size, "--no-install", "1", "--no-report",
@@ -305,10 +315,24 @@ echo "{DONE}"
 echo o > /proc/sysrq-trigger
 sleep 30
 """
-        path = os.path.join(self.rootfs, "kit-init.sh")
-        with open(path, "w") as f:
-            f.write(text)
-        os.chmod(path, 0o755)
+        shell = f"""#!/bin/sh
+# make lab-shell's init: what the kit needs mounted, then a shell in {GUEST_KIT};
+# leaving the shell powers the guest off.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=vt100
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t tmpfs tmp /tmp
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+echo "{USERSPACE} $(uname -r): the kit is in {GUEST_KIT}; try: stap -F stp/mark.stp"
+cd {GUEST_KIT}
+/bin/bash -i
+sync
+echo o > /proc/sysrq-trigger
+sleep 30
+"""
+        for name, body in (("kit-init.sh", text), ("kit-shell.sh", shell)):
+            path = os.path.join(self.rootfs, name)
+            with open(path, "w") as f:
+                f.write(body)
+            os.chmod(path, 0o755)
 
     def image(self):
         img = os.path.join(self.dir, "disk.img")
@@ -322,7 +346,7 @@ sleep 30
     def boot(self, img, vmlinuz, initrd, accel, limit, shell=False):
         """Boots the guest; returns (console text, reached userspace)."""
         cpu = {"kvm": ["-enable-kvm", "-cpu", "host"], "tcg": ["-accel", "tcg", "-cpu", "max"]}
-        init = "/bin/bash" if shell else "/kit-init.sh"
+        init = "/kit-shell.sh" if shell else "/kit-init.sh"
         cmd = ["qemu-system-x86_64", *cpu[accel], "-m", str(GUEST_MB), "-smp", str(GUEST_CPUS),
                "-kernel", vmlinuz, "-initrd", initrd, "-no-reboot", "-nographic",
                "-drive", f"file={img},format=raw,if=virtio",
@@ -394,7 +418,7 @@ def accel_for(suite, img, vmlinuz, initrd, limit, args, state):
                 return console, seen, "kvm"
             state["kvm"] = False
             tail = [ln for ln in console.splitlines() if ln.strip()][-1:]
-            why = (f"qemu exited before the guest reached userspace" if suite.exited_early
+            why = ("qemu exited before the guest reached userspace" if suite.exited_early
                    else f"the guest did not reach userspace in {BOOT_S} s")
             why += f" (last console line: {tail[0].strip()[:160]})" if tail else ""
         if args.accel == "kvm":
@@ -430,16 +454,17 @@ def run_suite(name, args, top, log, state):
                                              f"for kernel {rel}"))
         if why:
             return skipped_folder(suite, why, extra)
-        suite.build_modules(rel, kit)
+        if not args.shell:  # in the shell, stap -F builds its own, as users run it
+            suite.build_modules(rel, kit)
         suite.init_script(kit, rel)
         if args.shell:
             img = suite.image()
             say(f"lab: {name}: a shell in the guest (kernel {rel}); the kit is in {GUEST_KIT}; "
-                "`poweroff -f` leaves")
+                "`exit` powers it off")
             suite.boot(img, vmlinuz, initrd, "kvm" if state.get("kvm") else "tcg", 0, shell=True)
             return None
         img = suite.image()
-        limit = GUEST_S["quick" if args.quick else "full"]
+        limit = args.lab_time_limit or GUEST_S["quick" if args.quick else "full"]
         t0 = time.monotonic()
         console, seen, accel = accel_for(suite, img, vmlinuz, initrd, limit, args, state)
         extra.update(accel=accel, guest_s=round(time.monotonic() - t0))
@@ -484,6 +509,16 @@ def bring_back(suite, got, extra, console):
     with open(meta_path) as f:
         meta = json.load(f)
     meta["lab"] = dict(extra, modules_left=left)
+    if suite.unbuilt:  # skipped rows for what could not be built, appended as runs.csv's own
+        with open(os.path.join(suite.out, "runs.csv"), "a", newline="") as f:
+            w = csv.DictWriter(f, record.COLUMNS)
+            for c in suite.configs():
+                for n in (1, 2):
+                    if c.name in suite.unbuilt:
+                        w.writerow({"config": c.name, "build": c.build, "tracer": c.tracer,
+                                    "probe": c.probe, "action": c.action, "threads": n,
+                                    "status": "skipped", "reason": suite.unbuilt[c.name]})
+        meta["skipped"] = dict(meta.get("skipped") or {}, **suite.unbuilt)
     record.write_json(meta_path, meta)
     return suite.out
 

@@ -4,7 +4,6 @@ stap-mark-alibi at THREADS=1..2), and its input checks.  Slow the first
 time on a machine (mmdebstrap); the root file system is cached in
 build/lab/ after that."""
 import glob
-import json
 import os
 import subprocess
 import sys
@@ -82,6 +81,28 @@ class Quick(unittest.TestCase):
                 self.assertNotIn("## Overhead per event", md)
             with open(os.path.join(glob.glob(os.path.join(res, "*-lab"))[0], "summary.md")) as f:
                 self.assertIn("| sid |", f.read())
+        self.assertEqual(lab_state(), before)
+
+
+class Faults(unittest.TestCase):
+    def test_a_guest_past_its_time_limit(self):
+        """A guest that has not finished at LAB_TIME_LIMIT (here 5 s, less
+        than a boot takes under TCG): qemu is killed, the suite's rows are
+        skipped saying so in one line, and nothing is left on the host."""
+        need_root(self)
+        before = lab_state()
+        with tempfile.TemporaryDirectory() as res:
+            r = run([sys.executable, LAB_PY, "--quick", "1", "--accel", "tcg",
+                     "--lab-time-limit", "5", "--results", res], timeout=5400)
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+            rows, meta, _ = record.load(glob.glob(os.path.join(res, "*-lab", "sid"))[0])
+        why = meta["lab"].get("preflight") or ""
+        if why.startswith("lab: mmdebstrap") or "missing Debian packages" in why:
+            unavailable(self, why)
+        self.assertEqual({x["status"] for x in rows}, {"skipped"})
+        self.assertEqual({x["reason"] for x in rows},
+                         {"lab: the guest (tcg) never reached userspace in 5 s"})
+        self.assertIn("lab: sid: the guest (tcg) never reached userspace in 5 s", r.stderr)
         self.assertEqual(lab_state(), before)
 
 

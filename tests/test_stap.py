@@ -9,7 +9,8 @@ import tempfile
 import time
 import unittest
 
-from kit_test import ROOT, StateTest, need, need_build, need_root, need_tracer, run
+from kit_test import (ROOT, StateTest, need, need_build, need_root, need_tracer, run,
+                      unavailable)
 from test_runner import kit, rows_of
 import configs
 import tracers
@@ -127,6 +128,20 @@ class Runtime(StateTest):
             self.assertEqual(r.returncode, 2)
             self.assertIn(f"STAP_RUNTIME=module cannot run here: {mod}", r.stderr)
             self.assertEqual(os.listdir(res), [], "a results folder was left")
+
+
+class Wrapper(StateTest):
+    def test_stap_bpf_runs_a_script_by_name(self):
+        """scripts/stap-bpf stp/mark-empty.stp -c TARGET, as README shows:
+        the script counts every call on the BPF runtime, and whatever the
+        wrapper mounted is unmounted again (the state check)."""
+        need_tracer(self, "stap")
+        if STAP.bpf_reason():
+            unavailable(self, f"the bpf runtime cannot run here: {STAP.bpf_reason()}")
+        r = run([os.path.join(ROOT, "scripts", "stap-bpf"), "stp/mark-empty.stp", "-c",
+                 "build/benchmark-sdt --threads 2 --iterations 20000 --quiet"])
+        self.assertEqual(r.returncode, 0, r.stderr[-1500:])
+        self.assertIn("events: 40000", r.stdout)
 
 
 class Preflight(unittest.TestCase):

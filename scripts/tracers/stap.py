@@ -56,8 +56,10 @@ MODULE_FLAGS = ["-DSTP_NO_OVERLOAD"]
 MODULE_LIVE_S = 30  # for a module `stap -F` loaded to become live
 PREFLIGHT_CACHE = os.path.join(ROOT, "build", "stap-preflight.json")
 TARGET = "build/benchmark-sdt"  # what the scripts in stp/ probe
-PREFLIGHT_SCRIPT = ('probe begin { exit() } '
-                    'probe process("%s").mark("single_trace") { }')
+# The mark probe's handler must do something: an empty probe is elided,
+# and with it the uprobes runtime whose compilation fails on some kernels.
+PREFLIGHT_SCRIPT = ('global kit_n probe begin { exit() } '
+                    'probe process("%s").mark("single_trace") { kit_n <<< 1 }')
 
 
 def stap_version(prefix=()):
@@ -75,7 +77,9 @@ def first_error(out):
     """The first line that says what failed in stap -p4's output: the
     compiler's first `error:`, else make's `***`, else stap's `Pass N:
     ... failed`, else its last line that is not a tip or a warning."""
-    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    # ("while resolving probe point" only says where; the next error says why)
+    lines = [ln.strip() for ln in out.splitlines()
+             if ln.strip() and "while resolving probe point" not in ln]
     for pattern in (r"\b(fatal )?error: ", r"^make(\[\d+\])?: \*\*\*", r"^Pass \d+: .*failed"):
         for ln in lines:
             if re.search(pattern, ln):
