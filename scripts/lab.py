@@ -106,10 +106,7 @@ def parse_args(argv):
                        default=os.environ.get(name, default), help=f"{what} (default {default})")
     p.add_argument("--shell", action="store_true", help="a shell in the guest (make lab-shell)")
     p.add_argument("--results", default=os.path.join(ROOT, "results"), metavar="DIR")
-    a = p.parse_args(argv)
-    if a.quick and "LAB" not in os.environ and "--lab" not in " ".join(argv):
-        a.lab = ["sid"]
-    return a
+    return p.parse_args(argv)
 
 
 # -- the host ------------------------------------------------------------------
@@ -137,6 +134,7 @@ def need_host_tools(no_install):
     if missing and not no_install and os.geteuid() == 0 and shutil.which("apt-get"):
         say(f"lab: installing the Debian packages it needs: {' '.join(missing)}")
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "update", "-qq"], env=env, stdout=subprocess.DEVNULL)
         subprocess.run(["apt-get", "install", "-y", "-qq", *missing], env=env,
                        stdout=subprocess.DEVNULL)
         missing = sorted({p for c, p in HOST_PACKAGES.items() if not shutil.which(c)})
@@ -473,7 +471,6 @@ def run_suite(name, args, top, log, state):
         if DONE not in console:
             raise LabError(f"the guest ({accel}) did not finish in {limit} s")
         got = suite.fetch(img)
-        os.unlink(img)
         return bring_back(suite, got, extra, console)
     except LabError as e:
         say(f"lab: {name}: {e}")
@@ -482,6 +479,8 @@ def run_suite(name, args, top, log, state):
         suite.stop_qemu()
         for junk in glob.glob(os.path.join(suite.dir, "lab-fetch-*")):
             shutil.rmtree(junk, ignore_errors=True)
+        if os.path.exists(os.path.join(suite.dir, "disk.img")):
+            os.unlink(os.path.join(suite.dir, "disk.img"))  # 4 GB, sparse: made anew each time
 
 
 def bring_back(suite, got, extra, console):
@@ -538,7 +537,10 @@ def main(argv=None):
     os.makedirs(LAB_DIR, exist_ok=True)
     log = os.path.join(LAB_DIR, f"lab-{stamp}.log")
     state = {}
-    old = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+
+    def on_term(_signum, _frame):
+        raise KeyboardInterrupt  # the same clean-up as Ctrl-C
+    old = signal.signal(signal.SIGTERM, on_term)
     folders = []
     try:
         for name in args.lab:

@@ -179,7 +179,7 @@ QUICK = {"ITER": 100000, "RUNS": 1, "MAX_RUN_S": 0, "MIN_RUN_S": 0}
 
 class Parser(argparse.ArgumentParser):
     def error(self, message):
-        self.exit(2, f"run: {message} (see --help)\n")
+        self.exit(2, f"{self.prog.removesuffix('.py')}: {message} (see --help)\n")
 
 
 def parse_args(argv, extra=()):
