@@ -467,9 +467,9 @@ def run_suite(name, args, top, log, state):
         console, seen, accel = accel_for(suite, img, vmlinuz, initrd, limit, args, state)
         extra.update(accel=accel, guest_s=round(time.monotonic() - t0))
         if not seen:
-            raise LabError(f"the guest ({accel}) never reached userspace in {limit} s")
+            raise LabError(f"the guest ({accel}) never reached userspace in {limit:g} s")
         if DONE not in console:
-            raise LabError(f"the guest ({accel}) did not finish in {limit} s")
+            raise LabError(f"the guest ({accel}) did not finish in {limit:g} s")
         got = suite.fetch(img)
         return bring_back(suite, got, extra, console)
     except LabError as e:
