@@ -6,6 +6,7 @@ ordinary results folders.
     make lab                       # LAB=sid: Debian unstable's kernel and SystemTap
     make lab LAB=sid,trixie,bookworm
     make lab QUICK=1               # what CI runs: sid, stap-mark and stap-mark-alibi
+    make lab LAB_CONFIGS='site-*-ftrace'   # the probe sites on the guest's kernel
     make lab-shell                 # a shell in the guest, the kit in /kit
 
 Per suite, cached under build/lab/SUITE/ (`make clean` removes it):
@@ -83,6 +84,11 @@ class LabError(Exception):
     """A step failed; the message is the one line the user sees."""
 
 
+def lab_configs(text):
+    """LAB_CONFIGS: as CONFIGS, or '' for the default."""
+    return params.parse_configs(text, "LAB_CONFIGS") if text.strip() else []
+
+
 def parse_args(argv):
     def suites(text):
         names = [s for s in text.split(",")]
@@ -97,6 +103,10 @@ def parse_args(argv):
             ("QUICK", params.flag01("QUICK"), "0", "1: sid's stap-mark and stap-mark-alibi, "
              "ITER=20000, one run"),
             ("NO_INSTALL", params.flag01("NO_INSTALL"), "0", "1: never install packages"),
+            ("LAB_CONFIGS", lab_configs, "", "configurations to run in the guest, names or "
+             "patterns (the SystemTap ones need modules, built beforehand; others, such as "
+             "site-*-ftrace, run as on the host); default: every stap-* (QUICK: "
+             + ", ".join(QUICK_CONFIGS) + ")"),
             ("ACCEL", params.one_of("ACCEL", "auto", "kvm", "tcg"), "auto",
              "auto: KVM if the guest reaches userspace with it, else TCG"),
             ("LAB_TIME_LIMIT", params.seconds_in("LAB_TIME_LIMIT", 0, 86400), "0",
@@ -195,6 +205,8 @@ class Suite:
         self.unbuilt = {}  # configuration -> why its module did not build
 
     def configs(self):
+        if self.args.lab_configs:
+            return self.args.lab_configs
         names = QUICK_CONFIGS if self.args.quick else [
             c.name for c in configs.CONFIGS if c.tracer == "stap"]
         return [configs.BY_NAME[n] for n in names]
@@ -270,7 +282,7 @@ class Suite:
         be = stap.Stap()
         be.runtime = "module"
         with Mounts(self.rootfs):
-            for cfg in self.configs():
+            for cfg in [c for c in self.configs() if c.tracer == "stap"]:
                 mod = stap.prebuilt_name(cfg)
                 flags = be.base_flags() + (["-DSTP_ALIBI"] if cfg.mode == "alibi" else [])
                 t0 = time.monotonic()

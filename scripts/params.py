@@ -65,7 +65,9 @@ def flag01(name):
     return parse
 
 
-def parse_configs(text):
+def parse_configs(text, name="CONFIGS"):
+    """CONFIGS (or NAME): configuration names or shell patterns, comma- or
+    space-separated; in the table's order."""
     names = [c.name for c in configs.CONFIGS]
     picked = []
     for pat in re.split(r"[,\s]+", text.strip()):
@@ -74,11 +76,11 @@ def parse_configs(text):
         hits = fnmatch.filter(names, pat)
         if not hits:
             raise argparse.ArgumentTypeError(
-                f"CONFIGS '{pat}' matches no configuration; allowed: {', '.join(names)} "
+                f"{name} '{pat}' matches no configuration; allowed: {', '.join(names)} "
                 "(or shell-style patterns of them; `make configs` lists them)")
         picked += [h for h in hits if h not in picked]
     if not picked:
-        raise argparse.ArgumentTypeError("CONFIGS is empty")
+        raise argparse.ArgumentTypeError(f"{name} is empty")
     # Keep the table's order, so baselines stay first.
     return [c for c in configs.CONFIGS if c.name in picked]
 

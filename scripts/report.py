@@ -335,7 +335,7 @@ def markdown(a, meta, warnings, folder, p=None):
 
 
 LAB_HEAD = ["config", "threads", "runs (failed)", "status", "events seen/expected", "runtime",
-            "note"]
+            "corrupted/calls", "path fired", "note"]
 
 
 def lab_markdown(a, lab):
@@ -359,7 +359,9 @@ def lab_markdown(a, lab):
         rows.append([c["config"], c["threads"], f"{c['n_timed'] - c['n_failed']}"
                      + (f" ({c['n_failed']}/{c['n_timed']} failed)" if c["n_failed"] else ""),
                      "/".join(sorted({*c.get("statuses", [])})) or "-", f_check(ch) if ch else "-",
-                     c.get("runtime") or "-", "; ".join(c["failed_reasons"])[:120]])
+                     c.get("runtime") or "-",
+                     f"{c['corrupted']}/{c['calls']}" if c.get("path") else "-",
+                     c.get("path") or "-", "; ".join(c["failed_reasons"])[:120]])
     lines.append(table(LAB_HEAD, rows))
     lines += ["", "## Skipped and failed", ""]
     lines += [f"- skipped {s['config']}: {s['reason']}" for s in a["skipped"]]
