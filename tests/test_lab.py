@@ -56,7 +56,7 @@ class Quick(unittest.TestCase):
             self.assertEqual(len(folders), 1, r.stderr[-3000:])
             rows, meta, _ = record.load(folders[0])
             lab = meta["lab"]
-            if lab.get("preflight", "").startswith("lab: "):
+            if (lab.get("preflight") or "").startswith("lab: "):
                 # mmdebstrap could not reach the mirror, no space, no qemu...
                 unavailable(self, lab["preflight"])
             self.assertIsNone(lab.get("preflight"), lab)
