@@ -262,6 +262,7 @@ class Suite:
                                       "stap-kernel", "perf-buildid", "*.pyc")
         shutil.copytree(ROOT, dst, ignore=skip, symlinks=True)
         os.makedirs(os.path.join(dst, "results"), exist_ok=True)
+        os.makedirs(os.path.join(dst, "build", "lab-modules"), exist_ok=True)  # maybe none
         return dst
 
     def preflight(self, rel):
