@@ -61,7 +61,7 @@ from tracers.base import say  # noqa: E402
 LAB_DIR = os.path.join(ROOT, "build", "lab")
 GUEST_KIT = "/kit"
 PACKAGES = ["systemtap", "systemtap-sdt-dev", "linux-image-amd64", "linux-headers-amd64",
-            "gcc", "make", "python3", "procps", "kmod"]
+            "gcc", "make", "python3", "procps", "kmod", "mount"]
 HOST_PACKAGES = {"mmdebstrap": "mmdebstrap", "qemu-system-x86_64": "qemu-system-x86",
                  "mkfs.ext4": "e2fsprogs", "debugfs": "e2fsprogs"}
 # Suites and what each needs.  sid's Release file in the host's mirror is
@@ -213,7 +213,8 @@ class Suite:
 
     # 1. the root file system
     def make_rootfs(self):
-        if os.path.exists(os.path.join(self.dir, "rootfs.ok")):
+        ok = os.path.join(self.dir, "rootfs.ok")  # the package list it was made with
+        if os.path.exists(ok) and open(ok).read().split() == PACKAGES:
             return
         m = mirror()
         if not m:

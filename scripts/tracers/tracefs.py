@@ -40,8 +40,11 @@ class Mount:
             return where
         if os.geteuid() != 0:
             return None
-        r = subprocess.run(["mount", "-t", fstype, "nodev", where],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            r = subprocess.run(["mount", "-t", fstype, "nodev", where],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        except OSError:  # no mount(8) at all (a minimal system): the caller says why
+            return None
         if r.returncode != 0:
             return None
         self.mounted.append(where)
