@@ -159,16 +159,15 @@ def sh(cmd, log, timeout=600, **kw):
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            errors="replace", timeout=timeout, stdin=subprocess.DEVNULL, **kw)
-    except subprocess.TimeoutExpired as e:
-        out, why = (e.output or b"").decode(errors="replace") if isinstance(
-            e.output, bytes) else (e.output or ""), f"did not finish in {timeout} s"
+    except subprocess.TimeoutExpired as e:  # its output so far comes as bytes
+        out = (e.output or b"").decode(errors="replace")
+        why = f"did not finish in {timeout} s"
     else:
         out, why = p.stdout, None if p.returncode == 0 else f"failed (exit {p.returncode})"
     with open(log, "a") as f:
         f.write("$ " + " ".join(cmd) + "\n" + out)
     if why:
-        raise LabError(f"{' '.join(os.path.basename(c) for c in cmd[:1])} {why}: "
-                       f"{stap.first_error(out)}")
+        raise LabError(f"{os.path.basename(cmd[0])} {why}: {stap.first_error(out)}")
     return out
 
 
