@@ -21,7 +21,7 @@ Q := @
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all list needs configs run report test clean help lab lab-shell
+.PHONY: all list needs configs run report test clean help lab lab-shell floor
 
 # The builds: src/builds.tsv, one row each (its header says the columns).
 # field(BUILD,N): column N of BUILD's row.
@@ -55,7 +55,7 @@ $(foreach k,$(MISSING_KINDS),$(info make: skipping the $(strip $(foreach b,$(BUI
 	$(if $(filter $(k),$(call KIND,$(b))),$(b)))) build(s): no $(WHAT.$(k)) (Debian package $(PACKAGE.$(k)))))
 endif
 
-all: $(addprefix build/benchmark-,$(WANT)) build/memlock-shim.so
+all: $(addprefix build/benchmark-,$(WANT)) build/memlock-shim.so build/raw-loop
 
 list:
 	@$(call rows,{ printf "%-21s %s\n"$(comma) $$1$(comma) $$7 })
@@ -104,6 +104,11 @@ build/memlock-shim.so: src/memlock_shim.c | build
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS) $(WARN) -shared -fPIC $< -o $@ -ldl
 
+# The floor the baseline is held to (bench/floor.py): a raw loop.
+build/raw-loop: bench/raw_loop.c | build
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS) $(WARN) $< -o $@ -pthread
+
 # One rule for every build, from its row: the trace header, the kind's
 # objects and libraries, the generated site header, the extra flags.
 # TRACE_BUILD is the build's name, which the target puts in its record.
@@ -143,6 +148,10 @@ lab:
 lab-shell:
 	$(Q)$(PYTHON) scripts/lab.py --shell
 
+# The baseline's loop against a raw loop, alternated (a benchmark).
+floor: build/benchmark-plain build/raw-loop
+	$(Q)$(PYTHON) bench/floor.py
+
 test: all
 	$(Q)$(PYTHON) tests/run_tests.py $${TESTS:+$$TESTS}
 
@@ -158,4 +167,5 @@ help:
 	@echo "make lab          SystemTap's module runtime in guest kernels: LAB=sid,trixie,bookworm QUICK=1 ACCEL=auto|kvm|tcg"
 	@echo "make lab-shell    a shell in the (first) guest, the kit at /kit"
 	@echo "make test         the test suite (TESTS=name to pick some)"
+	@echo "make floor        the baseline's loop against a raw loop (bench/floor.py)"
 	@echo "make clean        remove build/"

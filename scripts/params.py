@@ -171,6 +171,9 @@ PARAMS = [
           "paced rate runs every configuration for DURATION s, with the baseline", TIGHT),
     Param("DURATION", seconds_in("DURATION", 0.01, 3600), 3.0,
           "seconds of calls in a paced run (RATE other than max)"),
+    Param("MISS", int_in("MISS", 0, MAX_ITER), 0,
+          "a check of the kit itself: the first MISS calls of each thread go to a function "
+          "no probe covers, so every traced row must come out `mismatch`"),
     Param("TIME_LIMIT", seconds_in("TIME_LIMIT", 1, 86400), None,
           "seconds before a run counts as hung and is killed",
           f"10x its warm-up + {TIME_LIMIT_MARGIN} s, or {DEFAULT_TIME_LIMIT} s"),

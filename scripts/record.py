@@ -46,6 +46,13 @@ STATUSES = {
 }
 # Statuses whose times are measurements (the target ran to its end).
 MEASURED = ("ok", "dropped", "overwritten", "unverified", "mismatch", "corrupted")
+# Statuses that lost no event: what "lossless" means everywhere in the kit
+# (the report's lossless limits, README).  `overwritten` is lossless in this
+# sense and in no other: the flight recorder took every event (no drop
+# counter moved, no gap among those it kept) and then, by design, kept only
+# the newest, so the older ones were recorded but are not there to count.
+# It is never `ok`, which alone means every event was seen and counted.
+LOSSLESS = ("ok", "overwritten")
 
 
 @dataclass
@@ -57,6 +64,10 @@ class Events:
     wrapped: bool = None  # a flight recorder's buffer wrapped (True), did not (False)
     tracer_cpu_ns: tuple = None  # (user, system) of a daemon the back-end measured itself
     runtime: str = ""  # the tracer's runtime, where it has several (SystemTap)
+    # A second count of the same events by the same tracer, (what, n), that
+    # must equal seen + dropped (ftrace: uprobe_profile's hits beside the
+    # events its ring buffer recorded); None where there is none to trust.
+    also: tuple = None
 
 
 def expected_events(attached, expect, calls):
@@ -78,6 +89,10 @@ def verdict(attached, expected, ev, overwrite=False, corrupted=0, calls=None):
         return "ok", ""
     if expected is None:
         return "unverified", ev.note or "this configuration cannot count its events"
+    if ev.also is not None and ev.seen is not None and ev.also[1] != ev.seen + ev.dropped:
+        return "mismatch", (f"the tracer's counts disagree: {ev.seen} events recorded"
+                            + (f" and {ev.dropped} lost" if ev.dropped else "")
+                            + f", {ev.also[1]} {ev.also[0]}; expected {expected}")
     if ev.dropped:
         return "dropped", (f"the tracer lost {ev.dropped} events "
                            f"(saw {ev.seen} of {expected})")
@@ -231,4 +246,4 @@ def num(text):
 
 if __name__ == "__main__":
     for s, what in STATUSES.items():
-        print(f"{s:<12} {what}")
+        print(f"{s:<12} {what}" + (" [lossless]" if s in LOSSLESS else ""))

@@ -119,6 +119,8 @@ def environment(args, builds):
         "kernel": platform.release(), "machine": platform.machine(),
         "clocksource": read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
         "tools": tools, "probe_sites": sites,
+        "uprobe_optimisation": dict(zip(("errno", "site", "meaning"),
+                                        paths.uprobe_optimisation())),
         "inputs": {p.dest: inputs(getattr(args, p.dest)) for p in args.params},
         "root": os.geteuid() == 0,
     }
@@ -139,6 +141,7 @@ class Run:
     def __init__(self, kit, cfg, tracer, threads, iterations, rep, rate=TIGHT):
         self.cfg, self.threads, self.iterations, self.rate = cfg, threads, iterations, rate
         self.pin = kit.args.pin
+        self.miss = kit.args.miss
         self.duration_ms = max(1, round(kit.args.duration * 1000))
         self.build = os.path.join(ROOT, "build", f"benchmark-{cfg.build}")
         kit.serial += 1
@@ -147,14 +150,16 @@ class Run:
         self.log = os.path.join(kit.folder.logs, f"{cfg.name}-t{threads}{paced}-r{rep}.log")
         self.scratch = tempfile.mkdtemp(prefix=self.tag + "-", dir=kit.scratch)
         self.state = tracer.State()
+        self.pids = set()  # the tracer's processes (what they leave behind is removed)
         # A -pg build writes gmon.out when it exits: into scratch, not the tree.
         self.env = dict(os.environ, GMON_OUT_PREFIX=os.path.join(self.scratch, "gmon.out"))
 
     def target(self):
         size = (["--iterations", str(self.iterations)] if self.rate == TIGHT else
                 ["--rate", str(self.rate), "--duration-ms", str(self.duration_ms)])
+        miss = min(self.miss, self.iterations) if self.rate == TIGHT else 0
         return [self.build, "--threads", str(self.threads), *size, "--quiet",
-                *(["--pin"] if self.pin else [])]
+                *(["--pin"] if self.pin else []), *(["--miss", str(miss)] if miss else [])]
 
 
 class Kit:
@@ -227,7 +232,10 @@ class Kit:
                 # The tracer's process and its children, less the target.
                 row["tracer_user_ns"] = max(0, int(rusage.ru_utime * 1e9) - rec["process_user_ns"])
                 row["tracer_sys_ns"] = max(0, int(rusage.ru_stime * 1e9) - rec["process_sys_ns"])
-            row.update(events_seen=ev.seen, events_dropped=ev.dropped, note=ev.note,
+            decoys = sum(t.get("decoys", 0) for t in rec["per_thread"])
+            note = ev.note + (f"; MISS: {decoys} of the calls went to kit_decoy(), which no "
+                              "probe covers" if decoys else "")
+            row.update(events_seen=ev.seen, events_dropped=ev.dropped, note=note.lstrip("; "),
                        runtime=ev.runtime)
             calls = row["calls"] = sum(t["calls"] for t in rec["per_thread"])
             if rate != TIGHT:  # a paced thread that fell behind stops at DURATION

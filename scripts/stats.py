@@ -13,12 +13,11 @@ import os
 import statistics
 
 import configs
-from record import MEASURED, num, paced_rate, split_ns as ints
+from record import LOSSLESS, MEASURED, num, paced_rate, split_ns as ints
 
 BASELINE = "baseline"
 NOISY_CV = 0.10  # a cell whose per-event times vary more than this is flagged
 KEPT_PACE = 0.95  # a paced cell whose threads reached less of their rate fell behind
-LOSSLESS = ("ok", "overwritten")  # statuses of a paced run that lost no event
 
 # Two-sided 95% critical values of Student's t, by degrees of freedom.
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,

@@ -2,7 +2,10 @@
 measures: starts a run's command in its own session, waits for it under a
 time limit while the tracer back-end watches it, kills whatever is left
 of the session, and undoes every attach and set-up that is still pending
-(on success, failure, crash, hang and Ctrl-C).
+(on success, failure, crash, hang and Ctrl-C).  What a dead tracer left
+in uprobe_events on the kit's own target (bcc's and stapbpf's probes,
+named after their pids) is removed after each run, and swept once more
+at the end through a tracefs mount of its own if tracefs was unmounted.
 
 Nothing to run: run.py's Kit owns one Supervisor.
 """
@@ -28,6 +31,7 @@ class Supervisor:
         self.child = None
         self.attached = []  # (tracer, run) whose detach is pending
         self.set_up = []  # back-ends whose teardown is pending
+        self.tracer_pids = {}  # binary: pids of the tracer processes run on it
 
     def execute(self, tracer, run, cmd, limit, cwd):
         """Starts CMD in its own session and waits, up to LIMIT seconds.
@@ -39,6 +43,7 @@ class Supervisor:
             log.flush()
             self.child = subprocess.Popen(cmd, stdout=out, stderr=log, stdin=subprocess.DEVNULL,
                                           cwd=cwd, start_new_session=True, env=run.env)
+        run.pids.add(self.child.pid)
         deadline = time.monotonic() + limit
         status = rusage = None
         watching = True
@@ -104,6 +109,19 @@ class Supervisor:
         self.kill_child()
         tracer.detach(run)  # if this raises, cleanup() tries again
         self.attached.remove((tracer, run))
+        self.remove_leftovers(run)
+
+    def remove_leftovers(self, run):
+        """Removes what the run's dead tracer processes left on its target."""
+        pids = {p for p in getattr(run, "pids", ()) if not os.path.exists(f"/proc/{p}")}
+        if not pids or not tracefs.find():
+            return
+        self.tracer_pids.setdefault(run.build, set()).update(pids)
+        removed = tracefs.remove_leftovers(run.build, pids)
+        if removed:
+            with open(run.log, "a") as f:
+                f.write(f"removed {len(removed)} uprobe events the tracer left behind: "
+                        f"{' '.join(removed)}\n")
 
     def setup(self, tracer, log):
         self.set_up.append(tracer)  # teardown undoes whatever part of setup was done
@@ -124,6 +142,19 @@ class Supervisor:
                 say(f"run: teardown of {t.name}: {e}")
         self.set_up = []
         tracefs.MOUNTS.release()
+        self.sweep()
+
+    def sweep(self):
+        """Last look, through a tracefs of its own where none is mounted
+        now (an unmount hides uprobe events; it does not remove them)."""
+        if not self.tracer_pids:
+            return
+        with tracefs.private() as t:
+            for binary, pids in self.tracer_pids.items():
+                removed = tracefs.remove_leftovers(binary, pids, t) if t else []
+                if removed:
+                    say(f"run: removed {len(removed)} uprobe events tracers left on "
+                        f"{os.path.basename(binary)}: {' '.join(removed)}")
 
 
 def session_members(sid):

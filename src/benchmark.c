@@ -5,6 +5,11 @@
  * timed) and the run prints one JSON record on stdout and a readable
  * summary on stderr.  Run: build/benchmark-plain --threads 2 --iterations 1000000
  *
+ * --miss N makes each thread's first N calls go to kit_decoy(), a function
+ * no probe covers, and counts them as calls: a tracer then truly misses N
+ * events a thread, which is how the kit's tests check that every tracer
+ * back-end reads its tracer's own count (the record's "decoys" says so).
+ *
  * --rate N paces each thread to N calls per second: the same loop runs in
  * batches (about one per PACE_PERIOD_NS), and after each batch the thread
  * sleeps until that batch's absolute deadline on CLOCK_MONOTONIC (start +
@@ -62,6 +67,7 @@ struct params {
 	long long iterations;
 	long long rate; /* calls per second per thread; 0: as fast as it can */
 	long long duration_ms; /* with rate: calls = rate x duration, and a cut-off */
+	long long miss; /* calls per thread made to kit_decoy() instead */
 	int pin;
 	enum format format;
 	int quiet;
@@ -72,6 +78,7 @@ static const struct params defaults = {
 	.iterations = 10000000,
 	.rate = 0,
 	.duration_ms = 0,
+	.miss = 0,
 	.pin = 0,
 	.format = FORMAT_JSON,
 	.quiet = 0,
@@ -86,6 +93,7 @@ struct thread_result {
 	uint64_t calls;
 	uint64_t late; /* paced: batches that ended after their deadline */
 	uint64_t corrupted; /* calls whose red-zone canary changed (canary builds) */
+	uint64_t decoys; /* of the calls, those made to kit_decoy() (--miss) */
 };
 
 /* Calls of this thread whose red-zone sentinel was overwritten (only the
@@ -107,6 +115,7 @@ struct worker {
 	pthread_t tid;
 	struct thread_result r;
 	long long iterations;
+	long long miss; /* --miss: calls to kit_decoy() first */
 	long long rate; /* 0: tight loop */
 	uint64_t batch; /* paced: calls between two deadlines */
 	uint64_t cutoff_ns; /* paced: a thread still behind at this long stops */
@@ -248,6 +257,14 @@ __attribute__((noinline)) void single_trace(unsigned int v)
 	__asm__ volatile("" : : "r"(v) : "memory");
 }
 
+/* What --miss calls instead of single_trace: the same shape, in no
+ * probe's reach (no marker, another symbol).  -pg builds instrument it
+ * too, under its own name. */
+__attribute__((noinline)) void kit_decoy(unsigned int v)
+{
+	__asm__ volatile("" : : "r"(v) : "memory");
+}
+
 static uint64_t ns_of(const struct timespec *ts)
 {
 	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
@@ -320,8 +337,15 @@ static void *worker_main(void *arg)
 	    clock_gettime(CLOCK_MONOTONIC, &t0))
 		die("benchmark: clock");
 	if (w->rate == 0) {
-		for (i = 0; i < (uint64_t)w->iterations; i++)
+		/* The bound in a register, as in a hand-written loop (the call
+		 * would otherwise make it reload w->iterations each time). */
+		const uint64_t n = (uint64_t)w->iterations, decoys = (uint64_t)w->miss;
+
+		for (i = 0; i < decoys; i++)
+			kit_decoy((unsigned int)i);
+		for (; i < n; i++)
 			single_trace((unsigned int)i);
+		w->r.decoys = decoys;
 	} else {
 		i = paced_loop(w, ns_of(&t0));
 	}
@@ -370,6 +394,9 @@ static void usage(FILE *f)
 		"  -d, --duration-ms N  with --rate: N ms of calls (rate x N / 1000 per thread,\n"
 		"                       instead of --iterations); a thread that falls behind\n"
 		"                       stops at N ms (1..%lld)\n"
+		"  -m, --miss N         the first N of each thread's calls go to kit_decoy(),\n"
+		"                       which no probe covers (a check that a tracer's count\n"
+		"                       is read, not assumed; 0..iterations, default 0)\n"
 		"  -p, --pin            pin thread k to the k-th allowed CPU (round robin)\n"
 		"  -f, --format F       stdout gets: json (one record, default) or text\n"
 		"  -q, --quiet          no human summary on stderr (with --format json)\n"
@@ -385,6 +412,7 @@ static struct params parse_args(int argc, char **argv)
 		{ "iterations", required_argument, NULL, 'i' },
 		{ "rate", required_argument, NULL, 'r' },
 		{ "duration-ms", required_argument, NULL, 'd' },
+		{ "miss", required_argument, NULL, 'm' },
 		{ "pin", no_argument, NULL, 'p' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -394,7 +422,7 @@ static struct params parse_args(int argc, char **argv)
 	struct params p = defaults;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:i:r:d:pf:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:i:r:d:m:pf:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			p.threads = (long)parse_range("--threads", optarg, 1, MAX_THREADS, "");
@@ -409,6 +437,9 @@ static struct params parse_args(int argc, char **argv)
 			break;
 		case 'd':
 			p.duration_ms = parse_range("--duration-ms", optarg, 1, MAX_DURATION_MS, "");
+			break;
+		case 'm':
+			p.miss = parse_range("--miss", optarg, 0, MAX_ITERATIONS, "");
 			break;
 		case 'p':
 			p.pin = 1;
@@ -437,6 +468,17 @@ static struct params parse_args(int argc, char **argv)
 	}
 	if (p.duration_ms && !p.rate) {
 		fprintf(stderr, "benchmark: --duration-ms is allowed only with --rate N\n");
+		exit(2);
+	}
+	if (p.miss && p.rate) {
+		fprintf(stderr, "benchmark: --miss is allowed only in the tight loop (without --rate)\n");
+		exit(2);
+	}
+	if (p.miss > p.iterations) {
+		fprintf(stderr,
+			"benchmark: --miss '%lld' is not allowed: want a whole number in 0..%lld "
+			"(the calls per thread)\n",
+			p.miss, p.iterations);
 		exit(2);
 	}
 	if (p.duration_ms) {
@@ -533,9 +575,9 @@ static void print_json(FILE *f, const struct params *p, const struct worker *w, 
 		fprintf(f,
 			"%s{\"thread\":%ld,\"cpu\":%d,\"start_ns\":%" PRIu64 ",\"wall_ns\":%" PRIu64
 			",\"user_ns\":%" PRIu64 ",\"sys_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64
-			",\"calls\":%" PRIu64 ",\"late\":%" PRIu64 ",\"corrupted\":%" PRIu64 "}",
+			",\"calls\":%" PRIu64 ",\"late\":%" PRIu64 ",\"corrupted\":%" PRIu64 ",\"decoys\":%" PRIu64 "}",
 			k ? "," : "", r->id, r->cpu, r->start_ns - t0, r->end_ns - r->start_ns,
-			r->user_ns, r->sys_ns, r->cpu_ns, r->calls, r->late, r->corrupted);
+			r->user_ns, r->sys_ns, r->cpu_ns, r->calls, r->late, r->corrupted, r->decoys);
 	}
 	fprintf(f, "]}\n");
 }
@@ -578,6 +620,7 @@ int main(int argc, char **argv)
 		x->r.id = created;
 		x->r.cpu = p.pin ? nth_allowed_cpu(created) : -1;
 		x->iterations = p.iterations;
+		x->miss = p.miss;
 		x->rate = p.rate;
 		/* About one batch per PACE_PERIOD_NS; below 1000/s, one call. */
 		x->batch = (uint64_t)(p.rate * PACE_PERIOD_NS / 1000000000LL);

@@ -5,7 +5,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -69,26 +68,17 @@ def run(cmd, **kw):
 def tracing_state():
     """Everything a tracer run could leave behind, as comparable text.
     Where tracefs is not mounted, uprobe_events is read through a private
-    mount made and removed here (perf would mount it for good)."""
+    mount made and removed here (tracefs.private(): an unmount hides a
+    uprobe event, it does not remove it; perf would mount it for good)."""
+    from tracers import tracefs
     s = {}
     with open("/proc/mounts") as f:
         s["mounts"] = sorted(ln.split()[1] for ln in f if ln.split()[2] in ("tracefs", "debugfs"))
-    t = next((d for d in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
-              if os.path.exists(os.path.join(d, "uprobe_events"))), None)
-    private = None
-    if t is None and os.geteuid() == 0:
-        private = tempfile.mkdtemp(prefix="kit-test-tracefs-")
-        if run(["mount", "-t", "tracefs", "nodev", private]).returncode == 0:
-            t = private
-    try:
+    with tracefs.private() as t:
         if t:
             with open(os.path.join(t, "uprobe_events")) as f:
                 s["uprobe_events"] = f.read()
             s["instances"] = sorted(os.listdir(os.path.join(t, "instances")))
-    finally:
-        if private:
-            run(["umount", private])
-            os.rmdir(private)
     # (perf's probes are uprobe_events lines, read above; `perf probe -l`
     # itself would mount tracefs for good when it is not mounted.)
     if shutil.which("lttng"):

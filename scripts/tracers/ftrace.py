@@ -7,12 +7,12 @@ event of one name in any group), enabled in a tracing instance of the
 kit's own whose ring buffer is in overwrite mode: the kernel's flight
 recorder.  For the guarded marker the kernel raises the semaphore through
 the reference counter offset; the `noref` probe leaves it off on purpose,
-and must see 0 events.  Hits come exactly from uprobe_profile, the line
-of this event name on this binary and no other; ring-buffer drops count
-as lost.
+and must see 0 events.  Events are counted twice, and the two must
+agree: those the ring buffer took (entries + overwritten + read, exact)
+and uprobe_profile's hits, the line of this event name on this binary and
+no other (see events()); ring-buffer drops count as lost.
 """
 import os
-import re
 from dataclasses import dataclass
 
 from . import tracefs
@@ -87,19 +87,29 @@ class Ftrace(Tracer):
             f.write(f"uprobe_events: {spec}\ninstance: {inst} (overwrite)\n")
 
     def events(self, run):
-        n = tracefs.hits(self.event(run), run.build)
-        if n is None:
+        """The events the instance's ring buffer recorded (entries +
+        overrun, per CPU: exact in overwrite mode), beside uprobe_profile's
+        hits, which say the handler ran, not that the event was kept; the
+        two must agree.  Before Linux 6.12 the hit counter is a plain
+        increment shared by all CPUs (made per-CPU by 10cdb82aa77f,
+        "uprobes: turn trace_uprobe's nhit counter to be per-CPU one"), so
+        with 2+ threads it may lose hits: there only the recorded events
+        decide, and the note gives the hits."""
+        hits = tracefs.hits(self.event(run), run.build)
+        if hits is None:
             raise TracerError(f"ftrace: {self.event(run)} on {run.build} is missing from "
                               "uprobe_profile")
-        dropped = overrun = 0
-        percpu = os.path.join(run.state.instance, "per_cpu")
-        for cpu in os.listdir(percpu):
-            with open(os.path.join(percpu, cpu, "stats")) as f:
-                stats = f.read()
-            dropped += int(re.search(r"dropped events: (\d+)", stats).group(1))
-            overrun += int(re.search(r"^overrun: (\d+)", stats, re.M).group(1))
-        return Events(n, dropped, f"ring buffer overwrote {overrun} older events "
-                      "(flight recorder; hits are counted apart from it)")
+        stats = tracefs.ring_stats(run.state.instance)
+        recorded = tracefs.written(stats)
+        lost = stats["dropped events"] + stats["commit overrun"]
+        note = (f"{recorded} events recorded ({stats['overrun']} overwritten in the flight "
+                f"recorder, counted), {hits} hits in uprobe_profile")
+        also = ("hits in uprobe_profile", hits)
+        if run.threads > 1 and tracefs.kernel_version() < (6, 12):
+            also = None
+            note += (f"; before Linux 6.12 the hit counter is not exact with {run.threads} "
+                     "threads (10cdb82aa77f), so the recorded events decide")
+        return Events(recorded, lost, note, also=also)
 
     def detach(self, run):
         inst = run.state.take("instance")

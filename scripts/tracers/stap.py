@@ -130,11 +130,6 @@ def preflight(tree, release, prefix=(), workdir=None, target=None, cache=True):
 BPF_NOTE = "bpf runtime: argument not read (stap 4.8 BPF cannot read $v/$arg1); a constant printed instead"
 
 
-def kernel_version():
-    m = re.match(r"(\d+)\.(\d+)", platform.release())
-    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
-
-
 def kernel_config():
     """The running kernel's .config text, or None."""
     if os.path.exists("/proc/config.gz"):
@@ -165,7 +160,6 @@ class State(RunState):
     flags: str = None  # stap's flags for this run
     module: str = None  # the module's name, once built
     out: str = None  # stap -o file (bpf runtime)
-    stapbpf_pid: int = None  # stapbpf's pid, learnt while it runs
 
 
 class Stap(Tracer):
@@ -203,7 +197,7 @@ class Stap(Tracer):
             return "no kernel .config (/proc/config.gz or /boot/config-*) to describe the kernel"
         if "CONFIG_BPF_SYSCALL=y" not in cfg or "CONFIG_UPROBES=y" not in cfg:
             return "the kernel lacks CONFIG_BPF_SYSCALL or CONFIG_UPROBES"
-        if not can_raise_memlock() and kernel_version() < (5, 11):
+        if not can_raise_memlock() and tracefs.kernel_version() < (5, 11):
             return ("stapbpf must raise RLIMIT_MEMLOCK, root may not here, and this kernel "
                     "(< 5.11) charges BPF maps to it")
         return None
@@ -345,12 +339,12 @@ class Stap(Tracer):
 
     def watch(self, run, pgid):
         """Learns stapbpf's pid: it names its uprobes after it, and leaves
-        them behind when it crashes, so detach must know which are ours."""
+        them behind when it crashes; the Supervisor removes those."""
         if self.runtime != "bpf":
             return True
         for pid, fields in live("stapbpf"):
             if int(fields[2]) == pgid:
-                run.state.stapbpf_pid = pid
+                run.pids.add(pid)  # it names its uprobes after its pid
                 return True
         return False
 
@@ -387,16 +381,6 @@ class Stap(Tracer):
         return Events(int(m.group(1)), lost, note, runtime=self.runtime)
 
     def detach(self, run):
-        pid = run.state.take("stapbpf_pid")
-        t = tracefs.find()
-        if pid and t and not os.path.exists(f"/proc/{pid}"):
-            with open(os.path.join(t, "uprobe_events")) as f:
-                left = re.findall(rf"^p:(uprobes)/(stapprobe_{pid}_\d+) ", f.read(), re.M)
-            for group, event in left:
-                tracefs.remove_uprobe(group, event)
-            if left:
-                with open(run.log, "a") as f:
-                    f.write(f"removed {len(left)} uprobes that stapbpf {pid} left behind\n")
         mod = run.state.take("module")
         if mod and os.path.exists(f"/sys/module/{mod}"):
             self.sh(["staprun", "-d", mod], log=run.log, check=False)

@@ -1,10 +1,12 @@
 """tracefs.py: the kernel's tracing file system, shared by the ftrace and
 perf back-ends: finding or mounting it, adding and removing uprobe events,
 and reading their exact hit counts from uprobe_profile."""
+import contextlib
 import os
 import platform
 import re
 import subprocess
+import tempfile
 
 CANDIDATES = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 
@@ -58,6 +60,30 @@ class Mount:
 MOUNTS = Mount()
 
 
+@contextlib.contextmanager
+def private():
+    """Yields a tracefs folder to read and write: the mounted one, or a
+    private mount made here and removed on leaving (so an unmounted
+    tracefs cannot hide what uprobe_events holds); None if neither can be
+    had (not root, no tracefs)."""
+    t = find()
+    if t or os.geteuid() != 0 or not can_mount():
+        yield t
+        return
+    d = tempfile.mkdtemp(prefix="kit-tracefs-")
+    try:
+        ok = subprocess.run(["mount", "-t", "tracefs", "nodev", d], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL).returncode == 0
+    except OSError:  # no mount(8)
+        ok = False
+    try:
+        yield d if ok else None
+    finally:
+        if ok:
+            subprocess.run(["umount", d], stderr=subprocess.DEVNULL)
+        os.rmdir(d)
+
+
 def write(path, text):
     # One write(2) with O_APPEND and no seek: tracefs control files refuse
     # the lseek that Python's buffered append mode does.
@@ -95,6 +121,39 @@ def remove_uprobe(group, event):
         write(os.path.join(find(), "uprobe_events"), f"-:{group}/{event}")
 
 
+# What tracers leave in uprobe_events when they die or fail to attach,
+# named after the leaving process's pid: bcc (under bpftrace) makes
+# p:uprobes/p_<mangled path>_0x<offset>_<n>_bcc_<pid> and removes it only
+# when the attach succeeds and it detaches cleanly (a failed attach, error
+# 524, leaves it); stapbpf makes p:uprobes/stapprobe_<pid>_<n> and leaves
+# them when it crashes.
+LEFTOVERS = (r"[pr]_\S*_bcc_{pid}", r"stapprobe_{pid}_\d+")
+SPEC = re.compile(r"^[pr]:(\S+)/(\S+) (\S+):0x[0-9a-f]+", re.M)
+
+
+def leftovers(text, binary, pids):
+    """[(group, event)] in uprobe_events TEXT that one of the dead tracer
+    processes PIDS left on BINARY (by LEFTOVERS' names), and nothing
+    else: another's probe, even on the kit's own binary, is not touched."""
+    names = [re.compile(f"^{p.format(pid=pid)}$") for pid in pids for p in LEFTOVERS]
+    real = os.path.realpath(binary)
+    return [(g, e) for g, e, path in SPEC.findall(text)
+            if os.path.realpath(path) == real and any(n.match(e) for n in names)]
+
+
+def remove_leftovers(binary, pids, t=None):
+    """Removes what dead tracer processes PIDS left on BINARY (leftovers());
+    returns the events removed.  T: a tracefs folder (private())."""
+    t = t or find()
+    if not t or not pids:
+        return []
+    with open(os.path.join(t, "uprobe_events")) as f:
+        left = leftovers(f.read(), binary, pids)
+    for group, event in left:
+        write(os.path.join(t, "uprobe_events"), f"-:{group}/{event}")
+    return [f"{g}/{e}" for g, e in left]
+
+
 def hits(event, binary):
     """Exact hit count of the uprobe event named EVENT on BINARY, from
     uprobe_profile (`  FILE EVENT HITS` a line; the group is not shown, so
@@ -122,6 +181,34 @@ def first_arg_fetch(sdt_args=None):
     return f"v={reg}:u32" if reg else ""
 
 
+def ring_stats(instance):
+    """An instance's ring buffer counts summed over its CPUs: entries (in
+    the buffer now), overrun (overwritten) and read events (consumed by a
+    reader): together every event written; dropped events and commit
+    overrun: never written."""
+    keys = ("entries", "overrun", "read events", "dropped events", "commit overrun")
+    total = dict.fromkeys(keys, 0)
+    percpu = os.path.join(instance, "per_cpu")
+    for cpu in os.listdir(percpu):
+        with open(os.path.join(percpu, cpu, "stats")) as f:
+            text = f.read()
+        for k in keys:
+            m = re.search(rf"^{k}: (\d+)", text, re.M)
+            total[k] += int(m.group(1)) if m else 0
+    return total
+
+
+def written(stats):
+    """Every event a ring buffer took, from ring_stats()."""
+    return stats["entries"] + stats["overrun"] + stats["read events"]
+
+
+def kernel_version():
+    """The running kernel's (major, minor)."""
+    m = re.match(r"(\d+)\.(\d+)", platform.release())
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
 class EventCounter:
     """Counts a kernel event (e.g. syscalls/sys_enter_uretprobe) fired by
     tasks named COMM, exactly, in a tracing instance of its own (NAME) with
@@ -143,13 +230,7 @@ class EventCounter:
         write(os.path.join(ev, "enable"), "1")
 
     def count(self):
-        n = 0
-        percpu = os.path.join(self.inst, "per_cpu")
-        for cpu in os.listdir(percpu):
-            with open(os.path.join(percpu, cpu, "stats")) as f:
-                stats = f.read()
-            n += sum(int(x) for x in re.findall(r"^(?:entries|overrun): (\d+)", stats, re.M))
-        return n
+        return written(ring_stats(self.inst))
 
     def stop(self):
         if os.path.isdir(self.inst):

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""mutants.py: what the suite guards, shown by breaking it.
+
+    python3 tests/mutants.py            # every mutant (root; ~10 min here)
+    python3 tests/mutants.py --list     # the mutants and the tests each runs
+    python3 tests/mutants.py perf       # those whose name holds 'perf'
+
+Each mutant breaks one thing the kit must get right (most: a back-end's
+counting, made to assume the events instead of reading its tracer) in a
+copy of the working tree (git's files; build/ linked, not copied), runs
+the tests that should notice, and is "killed" when one of them fails.
+A mutant that survives names a hole in the suite: the script prints
+each one's fate and exits 1 if any survived.  Needs what those tests
+need (root and the tracers); it is not part of `make test`, which it
+would slow tenfold.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from tracers import tracefs  # noqa: E402
+PLANNED = "run.threads * run.iterations"  # what a back-end that assumes would say
+
+# (name, file, the text broken, what it becomes, the tests that must notice)
+MUTANTS = [
+    ("ftrace assumes its recorded events", "scripts/tracers/ftrace.py",
+     "recorded = tracefs.written(stats)", f"recorded = {PLANNED}",
+     ["Misses.test_ftrace_sdt"]),
+    ("ftrace assumes its hits", "scripts/tracers/ftrace.py",
+     "hits = tracefs.hits(self.event(run), run.build)", f"hits = {PLANNED}",
+     ["Misses.test_ftrace_sdt"]),
+    ("ftrace forgets overwritten events", "scripts/tracers/tracefs.py",
+     'return stats["entries"] + stats["overrun"] + stats["read events"]',
+     'return stats["entries"] + stats["read events"]', ["Matrix.test_ftrace"]),
+    ("perf stat assumes its count", "scripts/tracers/perf.py",
+     "return Events(int(m.group(1)), 0,", f"return Events({PLANNED}, 0,",
+     ["Misses.test_perf_stat_sdt"]),
+    ("perf record assumes its samples", "scripts/tracers/perf.py",
+     "return Events(distinct,", f"return Events({PLANNED},", ["Misses.test_perf_record_sdt"]),
+    ("bpftrace assumes its count", "scripts/tracers/bpftrace.py",
+     "return Events(int(m.group(1)), lost)", f"return Events({PLANNED}, lost)",
+     ["Misses.test_bpftrace_sdt_count"]),
+    ("lttng (disk) assumes its events", "scripts/tracers/lttng.py",
+     'return Events(c["Event"],', f"return Events({PLANNED},", ["Misses.test_lttng_disk"]),
+    ("lttng (flight) assumes its events", "scripts/tracers/lttng.py",
+     "return Events(seen, discarded + gaps,", f"return Events({PLANNED}, discarded + gaps,",
+     ["Misses.test_lttng_flight"]),
+    ("uftrace assumes its calls", "scripts/tracers/uftrace.py",
+     "return Events(int(m.group(1)), 0,", f"return Events({PLANNED}, 0,",
+     ["Misses.test_uftrace"]),
+    ("stap assumes its count", "scripts/tracers/stap.py",
+     "return Events(int(m.group(1)), lost, note,", f"return Events({PLANNED}, lost, note,",
+     ["Misses.test_stap_mark_empty"]),
+    ("the verdict takes any count for exact", "scripts/record.py",
+     "    if ev.seen == expected:\n", "    if ev.seen is not None:\n",
+     ["Misses.test_bpftrace_sdt_count", "test_record"]),
+    ("the kit leaves a dead tracer's uprobes", "scripts/supervise.py",
+     "        self.remove_leftovers(run)\n", "", ["Leftovers"]),
+    ("the report pairs runs by sorted value", "scripts/stats.py",
+     "m, lo, hi = mean_ci([c[k] - b[k] for k in common])",
+     "m, lo, hi = mean_ci([x - y for x, y in zip(sorted(c.values()), sorted(b.values()))])",
+     ["Pairing"]),
+]
+
+
+def copy_tree(dst):
+    files = subprocess.run(["git", "-C", ROOT, "ls-files", "-co", "--exclude-standard"],
+                           stdout=subprocess.PIPE, text=True, check=True).stdout.split("\n")
+    for f in filter(None, files):
+        src = os.path.join(ROOT, f)
+        if os.path.isfile(src):
+            os.makedirs(os.path.dirname(os.path.join(dst, f)), exist_ok=True)
+            shutil.copy2(src, os.path.join(dst, f))
+    os.symlink(os.path.join(ROOT, "build"), os.path.join(dst, "build"))
+
+
+def uprobe_events():
+    with tracefs.private() as t:
+        if not t:
+            return set()
+        with open(os.path.join(t, "uprobe_events")) as f:
+            return set(f.read().splitlines())
+
+
+def remove_new(before):
+    """A mutant that breaks cleanup leaves uprobe events behind: remove
+    those that were not there before it ran; returns how many."""
+    new = uprobe_events() - before
+    with tracefs.private() as t:
+        for line in new:
+            m = tracefs.SPEC.match(line)
+            if m and t:
+                tracefs.write(os.path.join(t, "uprobe_events"), f"-:{m.group(1)}/{m.group(2)}")
+    return len(new)
+
+
+def run_mutant(name, path, old, new, tests):
+    """'killed by TEST', or 'SURVIVED' (or why it could not run)."""
+    before = uprobe_events()
+    try:
+        return mutant(path, old, new, tests)
+    finally:
+        left = remove_new(before)
+        if left:
+            print(f"  ({name}: removed the {left} uprobe events it left)", flush=True)
+
+
+def mutant(path, old, new, tests):
+    with tempfile.TemporaryDirectory(prefix="kit-mutant-") as d:
+        copy_tree(d)
+        p = os.path.join(d, path)
+        with open(p) as f:
+            text = f.read()
+        if text.count(old) != 1:
+            return f"NOT APPLIED: '{old.strip()}' is in {path} {text.count(old)} times, not once"
+        with open(p, "w") as f:
+            f.write(text.replace(old, new))
+        for t in tests:
+            r = subprocess.run([sys.executable, os.path.join(d, "tests", "run_tests.py"), t],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               cwd=d, env=dict(os.environ, CI="true"))
+            m = re.search(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", r.stdout, re.M)
+            if not m:
+                return f"NO RESULT from {t}: {r.stdout[-300:]}"
+            if int(m.group(2)):
+                return f"killed by {t}"
+            if not int(m.group(1)):
+                return f"NO TEST RAN for {t}"
+    return "SURVIVED"
+
+
+def main(argv):
+    pick = [a for a in argv if not a.startswith("--")]
+    chosen = [m for m in MUTANTS if not pick or any(p in m[0] for p in pick)]
+    if "--list" in argv:
+        for name, path, _, _, tests in chosen:
+            print(f"{name:<42} {path:<28} {' '.join(tests)}")
+        return 0
+    survived = 0
+    for m in chosen:
+        fate = run_mutant(*m)
+        survived += not fate.startswith("killed")
+        print(f"{m[0]:<42} {fate}", flush=True)
+    print(f"\n{len(chosen) - survived} of {len(chosen)} mutants killed")
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
