@@ -107,6 +107,9 @@ def parse_args(argv):
              "patterns (the SystemTap ones need modules, built beforehand; others, such as "
              "site-*-ftrace, run as on the host); default: every stap-* (QUICK: "
              + ", ".join(QUICK_CONFIGS) + ")"),
+            ("MISS", params.int_in("MISS", 0, params.MAX_ITER), "0",
+             "as make run's MISS: the first MISS calls of each thread go to a function no "
+             "probe covers, so every SystemTap row must be a mismatch (a check of the kit)"),
             ("ACCEL", params.one_of("ACCEL", "auto", "kvm", "tcg"), "auto",
              "auto: KVM if the guest reaches userspace with it, else TCG"),
             ("LAB_TIME_LIMIT", params.seconds_in("LAB_TIME_LIMIT", 0, 86400), "0",
@@ -307,6 +310,7 @@ class Suite:
         size = ["--iter", "20000", "--runs", "1"] if self.args.quick else ["--runs", "1"]
         run = " ".join(["python3", "scripts/run.py", "--configs", cfgs, "--threads", "1..2",
                         "--quick", "1", *size, "--no-install", "1", "--no-report",
+                        *(["--miss", str(self.args.miss)] if self.args.miss else []),
                         "--results", f"{GUEST_KIT}/results"])
         text = f"""#!/bin/sh
 # The guest's init (make lab): mount what the kit needs, run its runner on

@@ -7,7 +7,8 @@
 
 Each mutant breaks one thing the kit must get right (most: a back-end's
 counting, made to assume the events instead of reading its tracer) in a
-copy of the working tree (git's files; build/ linked, not copied), runs
+copy of the working tree (git's files and build/, the lab's cached root
+file systems linked, not copied), runs
 the tests that should notice, and is "killed" when one of them fails.
 A mutant that survives names a hole in the suite: the script prints
 each one's fate and exits 1 if any survived.  Needs what those tests
@@ -56,6 +57,10 @@ MUTANTS = [
     ("stap assumes its count", "scripts/tracers/stap.py",
      "return Events(int(m.group(1)), lost, note,", f"return Events({PLANNED}, lost, note,",
      ["Misses.test_stap_mark_empty"]),
+    ("stap (module runtime) assumes its count", "scripts/tracers/stap.py",
+     '                text = f.read()\n            note = f"module runtime',
+     '                text = f"events: {run.threads * run.iterations}"\n'
+     '            note = f"module runtime', ["Quick.test_module_runtime_misses"]),
     ("the verdict takes any count for exact", "scripts/record.py",
      "    if ev.seen == expected:\n", "    if ev.seen is not None:\n",
      ["Misses.test_bpftrace_sdt_count", "test_record"]),
@@ -76,7 +81,15 @@ def copy_tree(dst):
         if os.path.isfile(src):
             os.makedirs(os.path.dirname(os.path.join(dst, f)), exist_ok=True)
             shutil.copy2(src, os.path.join(dst, f))
-    os.symlink(os.path.join(ROOT, "build"), os.path.join(dst, "build"))
+    # build/ copied (the lab copies it into its guests, so no links to
+    # outside), but for the lab's cached root file systems, linked, and
+    # perf's build-id cache, left out (it names the original's paths, and
+    # perf probe then refuses the copy's binaries)
+    build = os.path.join(ROOT, "build")
+    shutil.copytree(build, os.path.join(dst, "build"), symlinks=True,
+                    ignore=shutil.ignore_patterns("lab", "kit-scratch-*", "perf-buildid"))
+    if os.path.isdir(os.path.join(build, "lab")):
+        os.symlink(os.path.join(build, "lab"), os.path.join(dst, "build", "lab"))
 
 
 def uprobe_events():
@@ -111,12 +124,13 @@ def run_mutant(name, path, old, new, tests):
 
 
 def mutant(path, old, new, tests):
+    """The mutant's fate; with OLD == NEW, the control run of TESTS."""
     with tempfile.TemporaryDirectory(prefix="kit-mutant-") as d:
         copy_tree(d)
         p = os.path.join(d, path)
         with open(p) as f:
             text = f.read()
-        if text.count(old) != 1:
+        if old and text.count(old) != 1:
             return f"NOT APPLIED: '{old.strip()}' is in {path} {text.count(old)} times, not once"
         with open(p, "w") as f:
             f.write(text.replace(old, new))
@@ -128,7 +142,9 @@ def mutant(path, old, new, tests):
             if not m:
                 return f"NO RESULT from {t}: {r.stdout[-300:]}"
             if int(m.group(2)):
-                return f"killed by {t}"
+                why = [ln.strip() for ln in r.stdout.splitlines()
+                       if re.match(r"\w*(Error|Exception)\b", ln.strip())]
+                return f"killed by {t}" + (f": {why[0][:120]}" if why else "")
             if not int(m.group(1)):
                 return f"NO TEST RAN for {t}"
     return "SURVIVED"
@@ -141,6 +157,15 @@ def main(argv):
         for name, path, _, _, tests in chosen:
             print(f"{name:<42} {path:<28} {' '.join(tests)}")
         return 0
+    # The control: the same tests on the tree as it is must pass, or a
+    # "kill" would mean nothing.
+    tests = sorted({t for m in chosen for t in m[4]})
+    control = mutant("README.md", "", "", tests)
+    print(f"{'control (nothing broken)':<42} "
+          + ("every test passed" if control == "SURVIVED" else control), flush=True)
+    if control != "SURVIVED":
+        print("\nthe control run failed: fix the suite before reading the mutants")
+        return 1
     survived = 0
     for m in chosen:
         fate = run_mutant(*m)

@@ -37,6 +37,9 @@ class Inputs(unittest.TestCase):
         r = run([sys.executable, LAB_PY, "--accel", "xen"])
         self.assertEqual(r.returncode, 2)
         self.assertIn("ACCEL 'xen' is not allowed", r.stderr)
+        r = run([sys.executable, LAB_PY, "--miss", "x"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("MISS 'x' is not allowed: want a whole number in 0..", r.stderr)
 
 
 class Quick(unittest.TestCase):
@@ -82,6 +85,29 @@ class Quick(unittest.TestCase):
             with open(os.path.join(glob.glob(os.path.join(res, "*-lab"))[0], "summary.md")) as f:
                 self.assertIn("| sid |", f.read())
         self.assertEqual(lab_state(), before)
+
+
+    def test_module_runtime_misses(self):
+        """MISS on the module runtime, in the guest: the first 5000 of each
+        thread's calls go to kit_decoy(), so the module's own count is
+        5000 a thread short and stap-mark must be a `mismatch` with both
+        numbers (a back-end that assumed its count would say `ok`)."""
+        need_root(self)
+        with tempfile.TemporaryDirectory() as res:
+            r = run([sys.executable, LAB_PY, "--quick", "1", "--miss", "5000", "--results", res],
+                    timeout=5400)
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+            (folder,) = glob.glob(os.path.join(res, "*-lab", "sid"))
+            rows, meta, _ = record.load(folder)
+            if (meta["lab"].get("preflight") or "").startswith("lab: "):
+                unavailable(self, meta["lab"]["preflight"])
+        marks = [x for x in rows if x["config"] == "stap-mark"]
+        self.assertEqual(len(marks), 2)
+        for x in marks:
+            n = int(x["threads"])
+            self.assertEqual((x["status"], x["runtime"], int(x["events_seen"])),
+                             ("mismatch", "module", n * (QUICK_ITER - 5000)), x["reason"])
+            self.assertIn(f"expected {n * QUICK_ITER}", x["reason"])
 
 
 class Faults(unittest.TestCase):

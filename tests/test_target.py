@@ -154,6 +154,24 @@ class Notes(unittest.TestCase):
                 dis = run(["objdump", "-d", "--no-show-raw-insn", build(b)]).stdout
                 self.assertRegex(dis, r"call\s+[0-9a-f]+ <single_trace>")
 
+    def test_one_hot_path_layout(self):
+        """The hot path's layout (benchmark.c, KIT_HOT) is the same in every
+        build: single_trace at the start of a 64-byte line, and the tight
+        loop's call of it at one offset within its line, that of the plain
+        build (where the layout alone moved the bare call by ~25% here)."""
+        want = None
+        for b in ALL_BUILDS:
+            with self.subTest(build=b):
+                need_build(self, b)
+                dis = run(["objdump", "-d", "--no-show-raw-insn", build(b)]).stdout
+                st = re.search(r"^([0-9a-f]+) <single_trace>:", dis, re.M)
+                loop = dis[dis.index("<tight_loop>:"):].split("\n\n")[0]
+                call = re.search(r"^\s*([0-9a-f]+):\s+call\s+[0-9a-f]+ <single_trace>", loop, re.M)
+                self.assertEqual(int(st.group(1), 16) % 64, 0)
+                offset = int(call.group(1), 16) % 64
+                want = offset if want is None else want
+                self.assertEqual(offset, want, "the loop's call is elsewhere than plain's")
+
 
 class Inputs(unittest.TestCase):
     def test_bad_inputs(self):
@@ -219,8 +237,9 @@ class Record(unittest.TestCase):
                                                                       {signal.SIGPROF}))
                     self.assertEqual(r.returncode, 0, r.stderr[-1000:])
                     tree = run(["callgrind_annotate", "--tree=caller", out]).stdout
-                # The caller line `< ...:worker_main (N x)` above `* ...:single_trace`.
-                calls = re.findall(r"< \S*worker_main\S* \(([\d,]+)x\)[^\n]*\n[^\n]*\*\s+"
+                # The caller line `< ...:tight_loop (N x)` above `* ...:single_trace`.
+                calls = re.findall(r"< \S*(?:tight_loop|worker_main)\S* \(([\d,]+)x\)[^\n]*\n"
+                                   r"[^\n]*\*\s+"
                                    r"\S*:single_trace ", tree)
                 self.assertEqual(sum(int(c.replace(",", "")) for c in calls), 2 * 1234, tree[:3000])
 
