@@ -128,6 +128,8 @@ class Matrix(StateTest):
             self.assertEqual(os.readlink(os.path.join(res, "latest")), os.path.basename(folder))
 
 
+STAPBPF_ABORT = "stapbpf exited with signal: 6 (Aborted)"  # (test_stap says more)
+
 # One configuration of each back-end and mode, with the threads it runs
 # at in the checks below (stap's printf scripts on the bpf runtime may
 # abort at 2 threads, a finding of its own: Runs in test_stap).
@@ -148,11 +150,14 @@ class Misses(StateTest):
     def misses(self, config, threads):
         cfg = configs.BY_NAME[config]
         need_tracer(self, cfg.tracer)
-        with tempfile.TemporaryDirectory() as res:
-            r = kit(["--quick", "1", "--threads", str(threads), "--iter", "100000",
-                     "--miss", "30000", "--configs", config], res)
-            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
-            (row,), _ = rows_of(res)
+        for _ in range(5):  # stapbpf's own abort (a finding: README) is run again
+            with tempfile.TemporaryDirectory() as res:
+                r = kit(["--quick", "1", "--threads", str(threads), "--iter", "100000",
+                         "--miss", "30000", "--configs", config], res)
+                self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+                (row,), _ = rows_of(res)
+            if not (row["status"] == "failed" and STAPBPF_ABORT in row["reason"]):
+                break
         seen, want = threads * 70000, threads * 100000
         self.assertEqual((row["status"], row["events_expected"], row["events_seen"]),
                          ("mismatch", str(want), str(seen)), row["reason"])
