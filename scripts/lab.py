@@ -28,8 +28,13 @@ Per suite, cached under build/lab/SUITE/ (`make clean` removes it):
 6. the guest's results folder copied out of the image with debugfs into
    results/<stamp>-lab/SUITE/, with the lab's facts in meta.json "lab".
 
-Under TCG times are emulated, not measurements: the report of such a
-folder shows counts and statuses only.  Needs root, mmdebstrap, qemu,
+Under TCG wall time means nothing, so by default (ICOUNT=1) the guest
+runs with QEMU's `-icount shift=0,sleep=off,align=off` on one vCPU: its
+clock then advances exactly 1 ns per guest instruction, the target's own
+timing counts instructions, and the rows say so (unit `instructions`): a
+second unit beside the host's ns, deterministic, never mixed with it.
+ICOUNT=0 is plain TCG, whose folder shows counts and statuses only; under
+KVM the guest's times are real ns.  Needs root, mmdebstrap, qemu,
 e2fsprogs (installed as `make run` installs, unless NO_INSTALL=1), about
 2 GB of disk per suite, and the host's Debian mirror.  Nothing is left
 running or mounted, whatever happens.
@@ -72,6 +77,12 @@ SID_APTOPT = ['--aptopt=Acquire::Check-Valid-Until "false"']
 IMAGE_MB = 4096
 MIN_FREE_MB = 3 * 1024  # per suite: the root file system and its image
 GUEST_MB, GUEST_CPUS = 2048, 2
+# QEMU's instruction counting: 2^0 ns a guest instruction; the guest clock
+# does not jump over idle time (sleep=off) nor follow the host's (align=off);
+# one vCPU, so a thread's CPU time counts its own instructions alone.
+ICOUNT = ["-icount", "shift=0,sleep=off,align=off"]
+ICOUNT_CPUS = 1
+LAB_RUNS = 3  # runs of each cell in a guest
 BOOT_S = 60  # for a KVM guest to reach userspace before TCG is used instead
 USERSPACE = "KIT-LAB: userspace"
 DONE = "KIT-LAB: done"
@@ -110,6 +121,9 @@ def parse_args(argv):
             ("MISS", params.int_in("MISS", 0, params.MAX_ITER), "0",
              "as make run's MISS: the first MISS calls of each thread go to a function no "
              "probe covers, so every SystemTap row must be a mismatch (a check of the kit)"),
+            ("ICOUNT", params.flag01("ICOUNT"), "1",
+             "1: under TCG the guest counts instructions (QEMU -icount shift=0, one vCPU), and "
+             "the rows' unit is instructions; 0: plain TCG, counts and statuses only"),
             ("ACCEL", params.one_of("ACCEL", "auto", "kvm", "tcg"), "auto",
              "auto: KVM if the guest reaches userspace with it, else TCG"),
             ("LAB_TIME_LIMIT", params.seconds_in("LAB_TIME_LIMIT", 0, 86400), "0",
@@ -307,7 +321,10 @@ class Suite:
     # 4 and 5. the guest
     def init_script(self, kit, rel):
         cfgs = ",".join(c.name for c in self.configs() if c.name not in self.unbuilt)
-        size = ["--iter", "20000", "--runs", "1"] if self.args.quick else ["--runs", "1"]
+        # 3 runs a cell: an interval (under -icount the runs differ only by
+        # the timer interrupts that land in them)
+        size = ["--iter", "20000", "--runs", str(LAB_RUNS)] if self.args.quick else \
+            ["--runs", str(LAB_RUNS)]
         run = " ".join(["python3", "scripts/run.py", "--configs", cfgs, "--threads", "1..2",
                         "--quick", "1", *size, "--no-install", "1", "--no-report",
                         *(["--miss", str(self.args.miss)] if self.args.miss else []),
@@ -321,6 +338,9 @@ mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t tmpfs tmp /tmp
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 echo "{USERSPACE} $(uname -r)"
+# what the target's clock counts here, from the kernel command line the lab set
+UNIT=$(sed -n 's/.*kit_unit=\\([a-z]*\\).*/\\1/p' /proc/cmdline)
+export UNIT="${{UNIT:-ns}}"
 cd {GUEST_KIT}
 STAP_RUNTIME=module STAP_MODULES={GUEST_KIT}/build/lab-modules {run} 2>&1 | tee {GUEST_KIT}/results/lab-run.log
 lsmod | grep '^kit_' > {GUEST_KIT}/results/modules-left.txt
@@ -337,6 +357,7 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=vt100
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t tmpfs tmp /tmp
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 echo "{USERSPACE} $(uname -r): the kit is in {GUEST_KIT}; try: stap -F stp/mark.stp"
+grep -q kit_unit=instructions /proc/cmdline && echo "The guest's clock counts instructions (QEMU -icount shift=0): 1 ns = 1 instruction."
 cd {GUEST_KIT}
 /bin/bash -i
 sync
@@ -362,10 +383,15 @@ sleep 30
         """Boots the guest; returns (console text, reached userspace)."""
         cpu = {"kvm": ["-enable-kvm", "-cpu", "host"], "tcg": ["-accel", "tcg", "-cpu", "max"]}
         init = "/kit-shell.sh" if shell else "/kit-init.sh"
-        cmd = ["qemu-system-x86_64", *cpu[accel], "-m", str(GUEST_MB), "-smp", str(GUEST_CPUS),
+        icount = accel == "tcg" and self.args.icount
+        # The guest's init passes kit_unit on to the runner (UNIT).
+        unit = "instructions" if icount else "ns"
+        cmd = ["qemu-system-x86_64", *cpu[accel], *(ICOUNT if icount else []),
+               "-m", str(GUEST_MB), "-smp", str(ICOUNT_CPUS if icount else GUEST_CPUS),
                "-kernel", vmlinuz, "-initrd", initrd, "-no-reboot", "-nographic",
                "-drive", f"file={img},format=raw,if=virtio",
-               "-append", f"console=ttyS0 root=/dev/vda rw init={init} panic=-1 quiet"]
+               "-append", f"console=ttyS0 root=/dev/vda rw init={init} panic=-1 quiet "
+                          f"kit_unit={unit}"]
         with open(self.log, "a") as f:
             f.write("$ " + " ".join(cmd) + "\n")
         if shell:
@@ -500,7 +526,8 @@ def run_suite(name, args, top, log, state):
             say(f"lab: {name}: the guest stopped before userspace ({accel}: "
                 f"{stopped_why(console)}); booting it once more")
             console, seen = suite.boot(img, vmlinuz, initrd, accel, limit)
-        extra.update(accel=accel, guest_s=round(time.monotonic() - t0))
+        extra.update(accel=accel, guest_s=round(time.monotonic() - t0),
+                     icount=bool(accel == "tcg" and args.icount))
         if not seen and suite.exited_early:
             raise LabError(f"the guest ({accel}) stopped before userspace, twice: "
                            f"{stopped_why(console)}")

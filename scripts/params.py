@@ -174,6 +174,9 @@ PARAMS = [
     Param("MISS", int_in("MISS", 0, MAX_ITER), 0,
           "a check of the kit itself: the first MISS calls of each thread go to a function "
           "no probe covers, so every traced row must come out `mismatch`"),
+    Param("UNIT", one_of("UNIT", "ns", "instructions"), "ns",
+          "what the target's clock counts: ns on a host; instructions in a guest under "
+          "QEMU's -icount shift=0 (make lab sets it), never compared with ns"),
     Param("TIME_LIMIT", seconds_in("TIME_LIMIT", 1, 86400), None,
           "seconds before a run counts as hung and is killed",
           f"10x its warm-up + {TIME_LIMIT_MARGIN} s, or {DEFAULT_TIME_LIMIT} s"),

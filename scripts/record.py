@@ -16,8 +16,10 @@ from dataclasses import dataclass
 # and the status `dropped`; 3 moved meta's "stap" into "tracers" (one line
 # per back-end); 4 added rate, calls, pacing, late, machine_busy_ns,
 # machine_source and proc_stat_busy_ns (a row without a rate is a
-# tight-loop row), corrupted and path, and the status `corrupted`.  Older folders still read.
-FORMAT_VERSION = 4
+# tight-loop row), corrupted and path, and the status `corrupted`; 5 added
+# unit (what the target's clock counted: ns, or guest instructions under
+# QEMU's -icount; a row without it is ns).  Older folders still read.
+FORMAT_VERSION = 5
 
 COLUMNS = [
     "started", "config", "build", "tracer", "probe", "action", "threads", "iterations", "rep",
@@ -25,8 +27,14 @@ COLUMNS = [
     "thread_wall_ns", "thread_user_ns", "thread_sys_ns", "thread_cpu_ns", "process_user_ns",
     "process_sys_ns", "tracer_user_ns", "tracer_sys_ns", "runtime", "sized_by", "pinned", "note",
     "rate", "calls", "pacing", "late", "machine_busy_ns", "machine_source", "proc_stat_busy_ns",
-    "corrupted", "path",
+    "corrupted", "path", "unit",
 ]
+# What the target's own clock counts (a row's and meta.json's "unit"): host
+# nanoseconds, or guest instructions (make lab under QEMU's -icount
+# shift=0, where the guest's clock advances 1 ns per instruction).  The two
+# are never put in one column, plot or comparison.
+UNITS = {"ns": "ns", "instructions": "instructions"}
+DEFAULT_UNIT = "ns"
 # What a row must have for the report to read it at all.
 REQUIRED = ["config", "threads", "iterations", "rep", "status", "thread_wall_ns"]
 
@@ -139,7 +147,7 @@ class Folder:
     name is the UTC stamp, or NAME (make lab's per-suite folders, which
     `latest` does not follow)."""
 
-    def __init__(self, results, name=None):
+    def __init__(self, results, name=None, unit=DEFAULT_UNIT):
         stamp = name or datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         os.makedirs(results, exist_ok=True)
         d, n = os.path.join(results, stamp), 1
@@ -153,7 +161,8 @@ class Folder:
         self.dir = d
         self.logs = os.path.join(d, "logs")
         os.mkdir(self.logs)
-        self.meta = {"started": now(), "format_version": FORMAT_VERSION}
+        self.unit = unit  # every row's, and meta.json's
+        self.meta = {"started": now(), "format_version": FORMAT_VERSION, "unit": unit}
         self._file = open(os.path.join(d, "runs.csv"), "w", newline="")
         self._csv = csv.DictWriter(self._file, COLUMNS)
         self._csv.writeheader()
@@ -167,6 +176,7 @@ class Folder:
 
     def row(self, **kw):
         kw.setdefault("started", now())
+        kw.setdefault("unit", self.unit)
         self._csv.writerow({k: ("" if v is None else v) for k, v in kw.items()})
         self._file.flush()
         os.fsync(self._file.fileno())
@@ -213,6 +223,7 @@ def load(folder):
         r = dict(zip(header, rec))
         for k in ("threads", "iterations", "rep"):
             r[k] = num(r[k])
+        r["unit"] = r.get("unit") or DEFAULT_UNIT
         if r["status"] in MEASURED and (not r["threads"] or not r["iterations"]
                                         or len(split_ns(r["thread_wall_ns"])) != r["threads"]):
             warnings.append(f"{path}: line {i} ({r['config']}) has unreadable timings; ignored")

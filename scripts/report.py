@@ -28,7 +28,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from record import BadInput, load  # noqa: E402
-from record import paced_rate  # noqa: E402
+from record import DEFAULT_UNIT, paced_rate  # noqa: E402
 from stats import BASELINE, analyse, config_rank, paced  # noqa: E402
 
 # Set in the environment of a report re-run under another interpreter, so
@@ -338,9 +338,38 @@ LAB_HEAD = ["config", "threads", "runs (failed)", "status", "events seen/expecte
             "corrupted/calls", "path fired", "note"]
 
 
+ICOUNT_HEAD = ["config", "threads", "runs (failed)", "status", "median [instructions/call]",
+               "overhead mean [instructions/event] (95% CI)", "events seen/expected",
+               "path fired"]
+
+
+def f_ins(v):
+    """Instructions: two decimals (an idle marker's nop is 1.00)."""
+    return "-" if v is None else f"{v:.2f}" if abs(v) < 1000 else f"{v:.0f}"
+
+
+def icount_rows(a):
+    """Per cell, in guest instructions: the median per call and the
+    overhead per event against the guest's own baseline, the mean always
+    beside its interval."""
+    rows = []
+    for c in a["cells"]:
+        runs = f"{c['n_runs']}" + (f" ({c['n_failed']}/{c['n_timed']} failed)"
+                                   if c["n_failed"] else "")
+        o = c.get("overhead")
+        ov = "-" if not o else f_ins(o["mean_ns"]) + (
+            "" if o["lo_ns"] is None else f" [{f_ins(o['lo_ns'])}, {f_ins(o['hi_ns'])}]")
+        rows.append([c["config"], c["threads"], runs,
+                     "/".join(sorted({*c.get("statuses", [])})) or "-",
+                     f_ins(c["median_ns"]) if c["n_runs"] else "-", ov,
+                     f_check(c.get("check")) if c.get("check") else "-", c.get("path") or "-"])
+    return rows
+
+
 def lab_markdown(a, lab):
     """A guest's section (make lab): its kernel and tools, and under TCG,
-    where times are emulated, counts and statuses only."""
+    where wall time is emulated, instructions per event (QEMU -icount) or
+    else counts and statuses only."""
     lines = ["", f"## Guest lab: Debian {lab.get('suite')}", "",
              f"- guest kernel: {lab.get('kernel', '?')}; SystemTap {lab.get('stap', '?')}; "
              f"accelerator: {lab.get('accel', 'none: the guest was not booted')}",
@@ -351,6 +380,15 @@ def lab_markdown(a, lab):
                      + ("unknown" if left is None else ", ".join(left) or "none"))
     if lab.get("accel") == "kvm":
         return lines + ["", "Under KVM the times below are real figures for this kernel.", ""]
+    if lab.get("icount"):
+        lines += ["", "Under TCG with QEMU's -icount shift=0 on one vCPU the guest's clock "
+                  "advances 1 ns per instruction, so these figures are **guest instructions**, "
+                  "not time: deterministic, comparable across kernels, never with the host's "
+                  "ns. Instructions are not cycles (a trap costs far more cycles than "
+                  "instructions). Each thread's figure is its own CPU time, user and kernel: "
+                  "with one vCPU, threads take turns and the clock counts all of them.", ""]
+        lines.append(table(ICOUNT_HEAD, icount_rows(a)))
+        return lines + skipped_failed(a)
     lines += ["", "Under TCG the guest's times are emulated, not measurements: only counts "
               "and statuses are shown.", ""]
     rows = []
@@ -363,7 +401,11 @@ def lab_markdown(a, lab):
                      f"{c['corrupted']}/{c['calls']}" if c.get("path") else "-",
                      c.get("path") or "-", "; ".join(c["failed_reasons"])[:120]])
     lines.append(table(LAB_HEAD, rows))
-    lines += ["", "## Skipped and failed", ""]
+    return lines + skipped_failed(a)
+
+
+def skipped_failed(a):
+    lines = ["", "## Skipped and failed", ""]
     lines += [f"- skipped {s['config']}: {s['reason']}" for s in a["skipped"]]
     lines += [f"- FAILED {f['config']} threads={f['threads']} rep={f['rep']}: {f['reason']}"
               for f in a["failed"]] or (["None."] if not a["skipped"] else [])
@@ -607,7 +649,7 @@ def main(argv):
                       dict(os.environ, **{REEXEC: "1"}))
     folders = argv or [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                     "results", "latest")]
-    results, status = [], 0
+    results, units, status = [], {}, 0
     for folder in folders:
         try:
             rows, meta, warnings = load(folder)
@@ -628,6 +670,7 @@ def main(argv):
             print(f"report: {folder}: no baseline rows; overheads are not computed",
                   file=sys.stderr)
         results.append((folder, a))
+        units[folder] = meta.get("unit") or DEFAULT_UNIT
         md = markdown(a, meta, warnings, folder, p)
         with open(os.path.join(folder, "report.md"), "w") as f:
             f.write(md)
@@ -649,7 +692,11 @@ def main(argv):
             print(f"skipped {s['config']}: {s['reason']}")
         print(f"\nreport: wrote {os.path.join(folder, 'report.md')}, report.json"
               + (f" and {len(made)} plots (drawn by {sys.executable})" if made else ""))
-    if len(results) > 1:
+    if len(set(units.values())) > 1:  # host ns and guest instructions never meet
+        print("report: the folders count in different units ("
+              + ", ".join(f"{os.path.basename(os.path.normpath(f))}: {u}" for f, u in units.items())
+              + "): each has its report, and none is compared with another", file=sys.stderr)
+    elif len(results) > 1:
         head, rows = compare(results)
         out = os.path.join(os.path.dirname(os.path.normpath(results[0][0])), "compare-" + "-".join(
             os.path.basename(os.path.normpath(f)) for f, _ in results))

@@ -178,7 +178,7 @@ class Kit:
         self.calib_iter = WARMUP_ITER
 
     def open(self):
-        self.folder = record.Folder(self.args.results)
+        self.folder = record.Folder(self.args.results, unit=self.args.unit)
         self.scratch = tempfile.mkdtemp(prefix="kit-scratch-", dir=os.path.join(ROOT, "build"))
         self.log = os.path.join(self.folder.logs, "kit.log")
 

@@ -55,12 +55,23 @@ def welch_ci(a, b):
     return d, d - h, d + h
 
 
+def per_thread_column(row):
+    """Which per-thread figure a row's per-event time comes from: its wall
+    time, but under QEMU's -icount (unit `instructions`) its CPU time: the
+    guest's one vCPU runs the threads in turn, and its clock, counting
+    instructions, runs for all of them, so a thread's wall time holds the
+    other threads' instructions too, while its CPU time (the guest
+    scheduler's clock while that thread runs) holds its own, user and
+    kernel, the traps it takes included."""
+    return "thread_cpu_ns" if row.get("unit") == "instructions" else "thread_wall_ns"
+
+
 def cell_stats(rows):
     """Statistics of one (config, threads) cell from its measured rows."""
     samples, per_rep, user, sys_, tracer, walls = [], {}, [], [], [], []
     for r in rows:
         it, n = r["iterations"], r["threads"]
-        thread_ns = [w / it for w in ints(r["thread_wall_ns"])]
+        thread_ns = [w / it for w in ints(r[per_thread_column(r)])]
         samples += thread_ns
         per_rep.setdefault(r["rep"], []).append(statistics.fmean(thread_ns))
         ev = it * n

@@ -12,6 +12,7 @@ import unittest
 
 from kit_test import ROOT, SCRIPTS, need_root, run, unavailable
 import record
+import report
 
 LAB_PY = os.path.join(SCRIPTS, "lab.py")
 QUICK_ITER = 20000  # lab.py's QUICK runs
@@ -37,6 +38,10 @@ class Inputs(unittest.TestCase):
         r = run([sys.executable, LAB_PY, "--accel", "xen"])
         self.assertEqual(r.returncode, 2)
         self.assertIn("ACCEL 'xen' is not allowed", r.stderr)
+        for bad in ("2", "yes"):
+            r = run([sys.executable, LAB_PY, "--icount", bad])
+            self.assertEqual(r.returncode, 2)
+            self.assertIn(f"ICOUNT '{bad}' is not allowed: want 0 or 1", r.stderr)
         r = run([sys.executable, LAB_PY, "--miss", "x"])
         self.assertEqual(r.returncode, 2)
         self.assertIn("MISS 'x' is not allowed: want a whole number in 0..", r.stderr)
@@ -79,9 +84,10 @@ class Quick(unittest.TestCase):
             with open(os.path.join(folders[0], "report.md")) as f:
                 md = f.read()
             self.assertIn("## Guest lab: Debian sid", md)
-            if lab["accel"] == "tcg":
-                self.assertIn("only counts and statuses are shown", md)
-                self.assertNotIn("## Overhead per event", md)
+            if lab["accel"] == "tcg":  # ICOUNT=1 by default: instructions, never ns
+                self.assertTrue(lab["icount"])
+                self.assertIn("these figures are **guest instructions**", md)
+                self.assertNotIn("[ns/event]", md)
             with open(os.path.join(glob.glob(os.path.join(res, "*-lab"))[0], "summary.md")) as f:
                 self.assertIn("| sid |", f.read())
         self.assertEqual(lab_state(), before)
@@ -108,6 +114,53 @@ class Quick(unittest.TestCase):
             self.assertEqual((x["status"], x["runtime"], int(x["events_seen"])),
                              ("mismatch", "module", n * (QUICK_ITER - 5000)), x["reason"])
             self.assertIn(f"expected {n * QUICK_ITER}", x["reason"])
+
+
+class Icount(unittest.TestCase):
+    """ICOUNT=1 (the default under TCG): the guest's clock counts
+    instructions, and the kit's own timing path turns them into per-call
+    figures exact enough to see one instruction."""
+
+    def lab(self, res):
+        r = run([sys.executable, LAB_PY, "--quick", "1", "--accel", "tcg", "--icount", "1",
+                 "--lab-configs", "baseline,idle-sdt,idle-sdt-nop5,stap-mark-empty",
+                 "--results", res], timeout=5400)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        (folder,) = glob.glob(os.path.join(res, "*-lab", "sid"))
+        rows, meta, _ = record.load(folder)
+        if (meta["lab"].get("preflight") or "").startswith("lab: "):
+            unavailable(self, meta["lab"]["preflight"])
+        self.assertEqual(meta["unit"], "instructions")
+        self.assertTrue(meta["lab"]["icount"])
+        self.assertEqual({x["unit"] for x in rows}, {"instructions"})
+        with open(os.path.join(folder, "report.md")) as f:
+            self.assertIn("overhead mean [instructions/event]", f.read())
+        cells = {(c["config"], c["threads"]): c for c in report.analyse(rows, meta)["cells"]}
+        return cells
+
+    def test_one_instruction_and_two_boots(self):
+        """The idle sdt build costs the baseline plus its one `nop`, 1.00
+        instruction a call within 0.05 at 1 thread, and so does the 5-byte
+        nop's (one instruction however long), in each of two boots; and the
+        two boots give the same figure for a traced configuration
+        (stap-mark-empty: the module's trap) within 1%, at 1 and 2 threads."""
+        need_root(self)
+        with tempfile.TemporaryDirectory() as res1, tempfile.TemporaryDirectory() as res2:
+            first, second = self.lab(res1), self.lab(res2)
+        # (at 1 thread: at 2, a switch between the threads inside a 20000-call
+        # window is thousands of instructions, ~0.1 a call: README)
+        for idle in ("idle-sdt", "idle-sdt-nop5"):
+            for cells in (first, second):
+                with self.subTest(config=idle):
+                    o = cells[(idle, 1)]["overhead"]
+                    self.assertAlmostEqual(o["mean_ns"], 1.0, delta=0.05)
+                    self.assertLess(o["hi_ns"] - o["lo_ns"], 0.1)
+        for n in (1, 2):
+            with self.subTest(config="stap-mark-empty", threads=n):
+                a = first[("stap-mark-empty", n)]["overhead"]["mean_ns"]
+                b = second[("stap-mark-empty", n)]["overhead"]["mean_ns"]
+                self.assertGreater(a, 100)  # a trap and a handler: hundreds at least
+                self.assertLess(abs(a / b - 1), 0.01, (a, b))
 
 
 class Faults(unittest.TestCase):
