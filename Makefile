@@ -141,7 +141,7 @@ report:
 	$(Q)$(PYTHON) scripts/report.py $${RESULTS:+$$RESULTS}
 
 # SystemTap's module runtime in guest kernels (scripts/lab.py): LAB=sid,trixie,bookworm
-# QUICK=1 NO_INSTALL=1 ACCEL=auto|kvm|tcg, read from the environment as make run's are.
+# QUICK=1 NO_INSTALL=1 ACCEL=auto|kvm|tcg ICOUNT=0|1 MISS=N, read from the environment as make run's are.
 lab:
 	$(Q)$(PYTHON) scripts/lab.py
 
@@ -164,7 +164,7 @@ help:
 	@echo "make run          the matrix; its variables and their defaults (scripts/run.py --help says more):"
 	@$(PYTHON) scripts/run.py --vars | sed 's/^/                    /'
 	@echo "make report       the report of results/latest (RESULTS='results/A results/B' for several)"
-	@echo "make lab          SystemTap's module runtime in guest kernels: LAB=sid,trixie,bookworm QUICK=1 ACCEL=auto|kvm|tcg"
+	@echo "make lab          SystemTap's module runtime in guest kernels: LAB=sid,trixie,bookworm QUICK=1 ACCEL=auto|kvm|tcg ICOUNT=0|1"
 	@echo "make lab-shell    a shell in the (first) guest, the kit at /kit"
 	@echo "make test         the test suite (TESTS=name to pick some)"
 	@echo "make floor        the baseline's loop against a raw loop (bench/floor.py)"
