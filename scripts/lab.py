@@ -60,6 +60,7 @@ sys.path.insert(0, HERE)
 import configs  # noqa: E402
 import params  # noqa: E402
 import record  # noqa: E402
+import stats  # noqa: E402
 from tracers import stap  # noqa: E402
 from tracers.base import say  # noqa: E402
 
@@ -464,7 +465,9 @@ def accel_for(suite, img, vmlinuz, initrd, limit, args, state):
             why += f" ({stopped_why(console)})" if tail else ""
         if args.accel == "kvm":
             raise LabError(f"ACCEL=kvm: KVM does not work here: {why}")
-        say(f"lab: KVM is not usable here ({why}): using TCG, where times are not measurements")
+        say(f"lab: KVM is not usable here ({why}): using TCG, "
+            + ("where the guest's clock counts instructions (ICOUNT=1)" if args.icount
+               else "where times are not measurements (ICOUNT=0)"))
         tried.append(why)
     console, seen = suite.boot(img, vmlinuz, initrd, "tcg", limit)
     return console, seen, "tcg"
@@ -626,6 +629,42 @@ def main(argv=None):
     return 0
 
 
+def kernels_table(folders):
+    """Configuration x guest kernel, in instructions per event over each
+    guest's own baseline (mean and 95% interval, per thread count), for
+    the folders that counted instructions: one look at what a kernel
+    changed.  A cell that did not count exactly says its status."""
+    got = {}
+    for d in folders:
+        rows, meta, _ = record.load(d)
+        if meta.get("unit") != "instructions":
+            continue
+        lab = meta.get("lab", {})
+        col = f"{lab.get('suite')} ({lab.get('kernel', '?').split('+')[0].split('-')[0]})"
+        for c in stats.analyse(rows, meta)["cells"]:
+            o, st = c.get("overhead"), sorted(set(c.get("statuses", [])))
+            if st and st != ["ok"]:
+                v = "/".join(st) + (" (never fired)" if (c.get("path") or "").startswith("none")
+                                    else "")
+            elif o and o["lo_ns"] is not None:
+                f = ".0f" if abs(o["mean_ns"]) >= 100 else ".2f"
+                v = f"{o['mean_ns']:{f}} [{o['lo_ns']:{f}}, {o['hi_ns']:{f}}]"
+            else:
+                v = "-" if c["config"] == stats.BASELINE else "no interval"
+            got.setdefault((c["config"], c["threads"]), {})[col] = v
+    cols = list(dict.fromkeys(k for v in got.values() for k in v))  # the suites' order
+    if not cols:
+        return []
+    out = ["", "Overhead per event in guest **instructions** (QEMU -icount; 95% interval), "
+           "over each guest's own baseline; never compared with host ns:", "",
+           "| config | threads | " + " | ".join(cols) + " |",
+           "|---|---|" + "---|" * len(cols)]
+    for (cfg, n), v in got.items():
+        if cfg != stats.BASELINE:
+            out.append(f"| {cfg} | {n} | " + " | ".join(v.get(c, "-") for c in cols) + " |")
+    return out
+
+
 def summary(top, folders):
     lines = ["| suite | kernel | SystemTap | accel | pre-flight | rows |", "|---|---|---|---|---|---|"]
     for d in folders:
@@ -637,6 +676,7 @@ def summary(top, folders):
         lines.append(f"| {lab.get('suite')} | {lab.get('kernel', '?')} | {lab.get('stap', '?')} "
                      f"| {lab.get('accel', '-')} | {lab.get('preflight') or 'builds modules'} | "
                      + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + " |")
+    lines += kernels_table(folders)
     text = "\n".join(lines) + "\n"
     os.makedirs(top, exist_ok=True)
     with open(os.path.join(top, "summary.md"), "w") as f:
