@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 import configs
+import record
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -174,7 +175,7 @@ PARAMS = [
     Param("MISS", int_in("MISS", 0, MAX_ITER), 0,
           "a check of the kit itself: the first MISS calls of each thread go to a function "
           "no probe covers, so every traced row must come out `mismatch`"),
-    Param("UNIT", one_of("UNIT", "ns", "instructions"), "ns",
+    Param("UNIT", one_of("UNIT", *record.UNITS), record.DEFAULT_UNIT,
           "what the target's clock counts: ns on a host; instructions in a guest under "
           "QEMU's -icount shift=0 (make lab sets it), never compared with ns"),
     Param("TIME_LIMIT", seconds_in("TIME_LIMIT", 1, 86400), None,

@@ -112,16 +112,21 @@ class Supervisor:
         self.remove_leftovers(run)
 
     def remove_leftovers(self, run):
-        """Removes what the run's dead tracer processes left on its target."""
+        """Removes what the run's dead tracer processes left on its target
+        (and remembers them for the sweep at the end)."""
         pids = {p for p in getattr(run, "pids", ()) if not os.path.exists(f"/proc/{p}")}
+        self.tracer_pids.setdefault(run.build, set()).update(pids)
         if not pids or not tracefs.find():
             return
-        self.tracer_pids.setdefault(run.build, set()).update(pids)
-        removed = tracefs.remove_leftovers(run.build, pids)
-        if removed:
+        try:
+            removed = tracefs.remove_leftovers(run.build, pids)
+            line = removed and (f"removed {len(removed)} uprobe events the tracer left "
+                                f"behind: {' '.join(removed)}")
+        except OSError as e:  # the sweep at the end tries again
+            line = f"could not remove the uprobe events the tracer left behind: {e.strerror}"
+        if line:
             with open(run.log, "a") as f:
-                f.write(f"removed {len(removed)} uprobe events the tracer left behind: "
-                        f"{' '.join(removed)}\n")
+                f.write(line + "\n")
 
     def setup(self, tracer, log):
         self.set_up.append(tracer)  # teardown undoes whatever part of setup was done
@@ -135,6 +140,7 @@ class Supervisor:
             except (TracerError, OSError) as e:
                 say(f"run: cleanup of {run.cfg.name}: {e}")
             self.attached.remove((tracer, run))
+            self.remove_leftovers(run)
         for t in self.set_up:
             try:
                 t.teardown()
@@ -151,7 +157,11 @@ class Supervisor:
             return
         with tracefs.private() as t:
             for binary, pids in self.tracer_pids.items():
-                removed = tracefs.remove_leftovers(binary, pids, t) if t else []
+                try:
+                    removed = tracefs.remove_leftovers(binary, pids, t) if t else []
+                except OSError as e:
+                    removed = []
+                    say(f"run: could not remove what tracers left on {binary}: {e.strerror}")
                 if removed:
                     say(f"run: removed {len(removed)} uprobe events tracers left on "
                         f"{os.path.basename(binary)}: {' '.join(removed)}")

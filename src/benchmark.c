@@ -254,6 +254,8 @@ static void machine_close(struct machine *m, uint64_t threads_ns)
  * and the same in every build, so that an idle build is compared with the
  * baseline at the same layout (tests/test_target.py checks it). */
 #define KIT_HOT __attribute__((noinline, section(".text.kit_hot"), aligned(64)))
+/* nops before the loop: with the one `mov` GCC puts first and its 16-byte
+ * loop alignment, the loop then starts 48 bytes into its line */
 #define KIT_LOOP_AT "40"
 
 /* The function every tracer probes.  It must stay a real, separate call
