@@ -384,7 +384,7 @@ sleep 30
         """Boots the guest; returns (console text, reached userspace)."""
         cpu = {"kvm": ["-enable-kvm", "-cpu", "host"], "tcg": ["-accel", "tcg", "-cpu", "max"]}
         init = "/kit-shell.sh" if shell else "/kit-init.sh"
-        icount = accel == "tcg" and self.args.icount
+        icount = self.icount = bool(accel == "tcg" and self.args.icount)
         # The guest's init passes kit_unit on to the runner (UNIT).
         unit = "instructions" if icount else "ns"
         cmd = ["qemu-system-x86_64", *cpu[accel], *(ICOUNT if icount else []),
@@ -530,7 +530,7 @@ def run_suite(name, args, top, log, state):
                 f"{stopped_why(console)}); booting it once more")
             console, seen = suite.boot(img, vmlinuz, initrd, accel, limit)
         extra.update(accel=accel, guest_s=round(time.monotonic() - t0),
-                     icount=bool(accel == "tcg" and args.icount))
+                     icount=suite.icount)
         if not seen and suite.exited_early:
             raise LabError(f"the guest ({accel}) stopped before userspace, twice: "
                            f"{stopped_why(console)}")
