@@ -2,6 +2,7 @@
 folders (tests/fixtures/report/), statistics against values computed by
 hand, and clear errors for bad input."""
 import csv
+import glob
 import json
 import math
 import os
@@ -360,6 +361,42 @@ class Errors(unittest.TestCase):
         r = run(["python3", REPORT_PY, *folders])
         self.assertNotIn("Traceback", r.stderr)
         return r
+
+    def test_units_never_compared(self):
+        """A host folder (ns) and a guest folder counting instructions: each
+        gets its report, and no comparison is made of the two; in the
+        guest's, each thread's figure is its CPU time (not its wall time,
+        which counts the other threads' instructions too)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            host, guest = fixture("basic", tmp), os.path.join(tmp, "guest")
+            shutil.copytree(host, guest)
+            with open(os.path.join(guest, "meta.json")) as f:
+                meta = json.load(f)
+            meta.update(unit="instructions", lab={"suite": "sid", "accel": "tcg", "icount": True})
+            with open(os.path.join(guest, "meta.json"), "w") as f:
+                json.dump(meta, f)
+            with open(os.path.join(guest, "runs.csv"), newline="") as f:
+                rows = list(csv.DictReader(f))
+            for r in rows:  # CPU time = half the wall time, so the two differ
+                r["unit"] = "instructions"
+                r["thread_cpu_ns"] = ";".join(str(int(x) // 2)
+                                              for x in r["thread_wall_ns"].split(";") if x)
+            with open(os.path.join(guest, "runs.csv"), "w", newline="") as f:
+                w = csv.DictWriter(f, list(rows[0]))
+                w.writeheader()
+                w.writerows(rows)
+            r = self.report(host, guest)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("count in different units (basic: ns, guest: instructions)", r.stderr)
+            self.assertEqual(glob.glob(os.path.join(tmp, "compare-*")), [])
+            with open(os.path.join(guest, "report.md")) as f:
+                md = f.read()
+            self.assertIn("[instructions/call]", md)
+            self.assertNotIn("[ns/event]", md)
+            c, _ = cells(guest)
+            h, _ = cells(host)
+            self.assertAlmostEqual(c[("ftrace-sdt", 1)]["median_ns"],
+                                   h[("ftrace-sdt", 1)]["median_ns"] / 2, delta=1)
 
     def test_missing_folder(self):
         r = self.report("/nonexistent/results")
