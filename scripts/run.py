@@ -47,6 +47,18 @@ class Interrupted(Exception):
     pass
 
 
+# The signal that interrupted the run, once one has.  The handler raises
+# Interrupted at once, but an exception raised while Python runs a
+# finaliser (a Popen's __del__, say) is printed and dropped, so the matrix
+# also checks this between runs: a SIGINT/SIGTERM is never lost.
+SIGNALLED = []
+
+
+def check_signalled():
+    if SIGNALLED:
+        raise Interrupted(SIGNALLED[-1])
+
+
 def parse_args(argv):
     """params.parse_args with the back-ends' own variables."""
     return params.parse_args(argv, [p for t in tracers.BACKENDS.values() for p in t.params()])
@@ -383,6 +395,7 @@ def measure(kit, args, wanted, skip):
                                    status="failed", reason=f"set-up failed: {e}")
             runnable = [c for c in runnable if c.tracer != name]
     matrix(kit, args, runnable)
+    check_signalled()  # one that came during the last run
     meta["finished"] = record.now()
 
 
@@ -399,7 +412,8 @@ def main(argv=None):
     old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
 
     def on_signal(signum, _frame):
-        raise Interrupted(signal.Signals(signum).name)
+        SIGNALLED.append(signal.Signals(signum).name)
+        raise Interrupted(SIGNALLED[-1])
     for s in old:
         signal.signal(s, on_signal)
     try:
@@ -452,6 +466,7 @@ def matrix(kit, args, runnable):
     if not args.quick:
         kit.calib_iter = min(args.iter, WARMUP_ITER)
         for i, (c, n) in enumerate(tight):
+            check_signalled()
             sizing[(c.name, n)] = warm_up(kit, args, c, n, f"{i + 1}/{len(tight)}")
     total = len(cells) * args.runs
     done, spent = 0, 0.0
@@ -460,6 +475,7 @@ def matrix(kit, args, runnable):
         order = list(cells)
         shuffle.shuffle(order)
         for c, n, r in order:
+            check_signalled()
             it, how = sizing.get((c.name, n), (args.iter, "ITER"))
             t0 = time.monotonic()
             row = kit.run_one(c, n, it, rep, sized_by=how, rate=r)
