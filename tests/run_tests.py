@@ -24,16 +24,18 @@ class Outcomes(unittest.TextTestResult):
     else passed.  (unittest's own counts add a failure per subtest, so
     testsRun - failures - skips can go below zero.)"""
 
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.outcome_of = {}  # test id: passed, skipped or failed
+
     def startTest(self, test):
         super().startTest(test)
-        self.outcome_of = getattr(self, "outcome_of", {})
         self.outcome_of.setdefault(test.id(), "passed")
 
     def mark(self, test, outcome):
         rank = {"passed": 0, "skipped": 1, "failed": 2}
         # a subtest's failure is reported against its parent test's id
         tid = getattr(test, "test_case", test).id()
-        self.outcome_of = getattr(self, "outcome_of", {})
         if rank[outcome] > rank[self.outcome_of.get(tid, "passed")]:
             self.outcome_of[tid] = outcome
 
@@ -59,7 +61,7 @@ class Outcomes(unittest.TextTestResult):
         self.mark(test, "failed")
 
     def counts(self):
-        o = list(getattr(self, "outcome_of", {}).values())
+        o = list(self.outcome_of.values())
         return o.count("passed"), o.count("failed"), o.count("skipped")
 
 
