@@ -321,6 +321,32 @@ class Faults(StateTest):
         self.assertLess(int(row["events_seen"]), 5000000)
         self.assertIn("expected 5000000", row["reason"])
 
+    def test_instance_held_open(self):
+        """Seen in CI: the test above disabled the event, the kernel's
+        unregister kept its `enable` open while the target finished, and
+        the kit's rmdir of the instance got EBUSY and left it.  An
+        instance another process holds open for a moment is removed once
+        it lets go."""
+        need_tracer(self, "ftrace")
+        import threading
+        from tracers import tracefs
+        tracefs.MOUNTS.ensure()
+        inst = os.path.join(tracefs.find(), "instances", f"kit-held-{os.getpid()}")
+        os.mkdir(inst)
+        try:
+            fd = os.open(os.path.join(inst, "buffer_size_kb"), os.O_RDONLY)
+            with self.assertRaises(OSError, msg="an instance held open is busy") as busy:
+                os.rmdir(inst)
+            self.assertEqual(busy.exception.errno, 16)  # EBUSY
+            threading.Timer(0.5, os.close, (fd,)).start()
+            tracefs.remove_instance(inst, "sched/sched_switch")
+            self.assertFalse(os.path.isdir(inst))
+        finally:
+            if os.path.isdir(inst):
+                time.sleep(1)
+                os.rmdir(inst)
+            tracefs.MOUNTS.release()
+
     def test_stap_killed(self):
         module = tracers.get("stap").module_reason() is None
         # On bpf, stap is the parent of the stapbpf killed, and says so.

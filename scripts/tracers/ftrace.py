@@ -112,12 +112,9 @@ class Ftrace(Tracer):
         return Events(recorded, lost, note, also=also)
 
     def detach(self, run):
-        inst = run.state.take("instance")
-        if inst and os.path.isdir(inst):
-            en = os.path.join(inst, "events", run.tag, self.event(run), "enable")
-            if os.path.exists(en):
-                tracefs.write(en, "0")
-            os.rmdir(inst)
+        if run.state.instance:  # kept until removed: if this raises, cleanup tries again
+            tracefs.remove_instance(run.state.instance, f"{run.tag}/{self.event(run)}")
+            run.state.take("instance")
         if run.state.take("event"):
             tracefs.remove_uprobe(run.tag, self.event(run))
 

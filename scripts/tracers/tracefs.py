@@ -2,17 +2,25 @@
 perf back-ends: finding or mounting it, adding and removing uprobe events,
 and reading their exact hit counts from uprobe_profile."""
 import contextlib
+import errno
 import os
 import platform
 import re
 import subprocess
 import tempfile
+import time
 
 CANDIDATES = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 
 # The register that holds a function's first argument at entry, as
 # uprobe_events spells it.
 FIRST_ARG = {"x86_64": "%di", "aarch64": "%x0"}
+
+# An instance is busy while any process holds one of its files open; a
+# write of "0" to a uprobe event's enable holds it until the kernel's
+# unregister has synchronised, which can outlast the target's run.  Its
+# removal waits this long for such a holder to let go.
+INSTANCE_BUSY_S = 5.0
 
 
 def find():
@@ -209,6 +217,26 @@ def kernel_version():
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
+def remove_instance(inst, event):
+    """Disables EVENT ("group/name") in the tracing instance INST and
+    removes INST, waiting up to INSTANCE_BUSY_S while another process
+    holds one of its files."""
+    if not os.path.isdir(inst):
+        return
+    en = os.path.join(inst, "events", event, "enable")
+    if os.path.exists(en):
+        write(en, "0")
+    end = time.monotonic() + INSTANCE_BUSY_S
+    while True:
+        try:
+            os.rmdir(inst)
+            return
+        except OSError as e:
+            if e.errno != errno.EBUSY or time.monotonic() > end:
+                raise
+        time.sleep(0.05)
+
+
 class EventCounter:
     """Counts a kernel event (e.g. syscalls/sys_enter_uretprobe) fired by
     tasks named COMM, exactly, in a tracing instance of its own (NAME) with
@@ -233,8 +261,4 @@ class EventCounter:
         return written(ring_stats(self.inst))
 
     def stop(self):
-        if os.path.isdir(self.inst):
-            en = os.path.join(self.inst, "events", self.event, "enable")
-            if os.path.exists(en):
-                write(en, "0")
-            os.rmdir(self.inst)
+        remove_instance(self.inst, self.event)
