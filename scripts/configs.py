@@ -26,6 +26,11 @@ class Build:
     idle: bool
     description: str
 
+    @property
+    def canary(self):
+        """Its site sits inside the red-zone canary (src/trace/canary.h)."""
+        return "canary" in self.header.split("+")
+
 
 def builds():
     """{name: Build} from src/builds.tsv (its header says the columns),

@@ -190,8 +190,7 @@ def analyse(rows, meta):
         c["tracer_fixed_ms"] = None if fixed is None else fixed / 1e6
         c["check"] = event_check(measured)
         if c["corrupted"]:
-            c["flags"].append(f"UNSAFE: the probe corrupted {c['corrupted']} of {c['calls']} "
-                              "calls' data (red-zone canary)")
+            c["flags"].append(f"UNSAFE: {c['corrupted']:,}/{c['calls']:,} calls corrupted")
         if c["check"]["verdict"] == "MISMATCH":
             c["flags"].append("EVENT MISMATCH: overhead not trustworthy")
         if c["check"]["verdict"] == "DROPPED":
@@ -399,4 +398,4 @@ def why_not(c):
     bad = [s for s in c["statuses"] if s not in LOSSLESS]
     if bad:
         return f"{'/'.join(bad)}: " + "; ".join(c["reasons"])
-    return f"fell behind: {c['achieved']:.3g} of {c['rate']} calls/s per thread"
+    return f"fell behind: {c['achieved']:,.0f} of {c['rate']:,} calls/s per thread"

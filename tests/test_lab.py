@@ -135,7 +135,7 @@ class Icount(unittest.TestCase):
         self.assertTrue(meta["lab"]["icount"])
         self.assertEqual({x["unit"] for x in rows}, {"instructions"})
         with open(os.path.join(folder, "report.md")) as f:
-            self.assertIn("overhead mean [instructions/event]", f.read())
+            self.assertIn("overhead [instructions/event]: mean [95% CI]", f.read())
         cells = {(c["config"], c["threads"]): c for c in report.analyse(rows, meta)["cells"]}
         return cells
 

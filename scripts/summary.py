@@ -1,0 +1,206 @@
+"""summary.py: the answers a run gives, said once and shown twice: at the end
+of `make run` (and of `python3 scripts/report.py`) in the terminal, at most
+LINES lines of at most WIDTH characters, and at the top of report.md.  What
+each tracer costs per event (its cheapest `ok` configuration, and
+SystemTap's four 2011 configurations), which probe sites are UNSAFE or
+NEVER FIRE here, the 2011 figures, status totals, each failure reason once,
+and where the full report and plots are.  Nothing to run on its own.
+"""
+import os
+
+import configs
+from record import STATUSES
+from stats import BASELINE
+from tables import (Y2011_CONFIGS, f_overhead, f_rate, f_x, failure_groups, normalise, reading,
+                    table, where, y2011)
+
+LINES, WIDTH = 60, 120
+MAX_REASONS = 8  # distinct failure reasons shown; the rest are in report.md
+LOSSLESS = ("ok", "overwritten")  # an event check a cost may be quoted from
+IDLE = "idle-sdt"  # the question "is an unused marker free?"
+
+
+def expects_events(name):
+    c = next((c for c in configs.CONFIGS if c.name == name), None)
+    return c is None or c.expect == "all"
+
+
+def quotable(c):
+    """A cell whose cost may be quoted: measured, every event seen."""
+    return (c["n_runs"] and c.get("overhead") and not c["corrupted"]
+            and (c.get("check") or {}).get("verdict") in LOSSLESS and expects_events(c["config"]))
+
+
+def cost_cell(c):
+    """A cell's overhead as the answers show it, or what stands in its way."""
+    if c is None:
+        return "not run"
+    if not c["n_runs"]:
+        return f"all {c['n_timed']} runs failed"
+    v = (c.get("check") or {}).get("verdict")
+    if c["corrupted"]:
+        return "UNSAFE: corrupted"
+    if v not in LOSSLESS + ("n/a",):
+        return f"{v}: not quoted"
+    return f_overhead(c.get("overhead"))
+
+
+def unsafe_sites(a):
+    """Builds whose site the canary or the count found UNSAFE or NEVER
+    FIRES here (the -canary build's verdict holds for its plain twin)."""
+    return {s["build"].removesuffix("-canary") for s in a.get("sites", [])
+            if s["verdict"] in ("UNSAFE", "NEVER FIRES")}
+
+
+def cost_rows(a):
+    """(head, [row], [words]): per tracer its cheapest quotable
+    configuration at 1 thread on a site not found unsafe here, then
+    SystemTap's 2011 four, each at 1 thread and at the highest thread
+    count; WORDS: what an interval holding 0 means, and what was left out."""
+    by = {(c["config"], c["threads"]): c for c in a["cells"]}
+    bad = unsafe_sites(a)
+    top = max([c["threads"] for c in a["cells"]] or [1])
+    picks, none = [], []
+    if (IDLE, 1) in by:
+        picks.append(IDLE)
+    for tracer in dict.fromkeys(c["tracer"] for c in a["cells"] if c["tracer"] not in ("none", "")):
+        ok = [c for c in a["cells"] if c["tracer"] == tracer and c["threads"] == 1
+              and quotable(c) and c["build"].removesuffix("-canary") not in bad]
+        if ok:
+            picks.append(min(ok, key=lambda c: c["overhead"]["mean_ns"])["config"])
+        elif tracer != "stap":  # SystemTap's rows follow in any case
+            none.append(tracer)
+    picks += [n for n in Y2011_CONFIGS if n not in picks
+              and any(c["config"] == n for c in a["cells"])]
+    rows, words = [], []
+    for n in picks:
+        one, hi = by.get((n, 1)), by.get((n, top))
+        o = (one or {}).get("overhead")
+        rows.append([n + (" (2011)" if n in Y2011_CONFIGS else ""), cost_cell(one)]
+                    + ([cost_cell(hi)] if top > 1 else [])
+                    + [f_x(o["slowdown_x"]) if o and one["n_runs"] else "-"])
+        for t, c in ((1, one), (top, hi)):
+            if c and c.get("overhead") and c["overhead"]["bounded"] and not c["corrupted"] \
+                    and (c.get("check") or {}).get("verdict") in LOSSLESS + ("n/a",):
+                words.append(f"{n} at {t} thread{'s' * (t != 1)}: {reading(c['overhead'])}")
+    if none:
+        words.append(f"no figure for {', '.join(none)}: no configuration of "
+                     f"{'theirs' if len(none) > 1 else 'its'} saw every event at 1 thread")
+    if bad:
+        words.append(f"left out: configurations on the {', '.join(sorted(bad))} site"
+                     f"{'s' * (len(bad) > 1)}, UNSAFE or never firing here (below)")
+    head = ["configuration", "1 thread [ns/event]"] + (
+        [f"{top} threads [ns/event]"] if top > 1 else []) + ["slowdown [x], 1 thread"]
+    return head, rows, words
+
+
+def site_lines(a):
+    """One line per verdict that matters and site: which tracers."""
+    out = {}
+    for s in a.get("sites", []):
+        if s["verdict"] in ("UNSAFE", "NEVER FIRES"):
+            site = s["build"].removesuffix("-canary")
+            out.setdefault((s["verdict"], site), {}).setdefault(s["tracer"], s)
+    lines = []
+    for (verdict, site), tracers in out.items():
+        bad = [s for s in tracers.values() if s["corrupted"]]
+        extra = (f" ({sum(s['corrupted'] for s in bad):,} of {sum(s['calls'] for s in bad):,} "
+                 "calls corrupted)") if bad else ""
+        lines.append(f"- **{verdict}**: the {site} site under {', '.join(tracers)}{extra}")
+    safe = sorted({s["build"].removesuffix("-canary") for s in a.get("sites", [])
+                   if s["verdict"] == "safe"} - {site for _, site in out})
+    if safe:
+        lines.append(f"- safe under every tracer tried: {', '.join(safe)}")
+    return lines
+
+
+def totals(rows):
+    """`1,057 ok, 8 mismatch, ...` over the timed runs (warm-ups not
+    counted), and the configurations skipped."""
+    timed = [r for r in rows if (r.get("rep") or 0) >= 1 and r["status"] != "skipped"]
+    n = {s: sum(r["status"] == s for r in timed) for s in STATUSES if s != "skipped"}
+    skipped = {r["config"] for r in rows if r["status"] == "skipped"}
+    return (f"{len(timed):,} timed runs: " + ", ".join(f"{v:,} {s}" for s, v in n.items() if v
+                                                        or s in ("ok", "failed"))
+            + f"; {len(skipped)} configuration{'s' * (len(skipped) != 1)} skipped")
+
+
+def failure_lines(a, limit=MAX_REASONS):
+    groups = failure_groups(a)
+    lines = [f"- {sum(k for _, k in cells.values())} run(s), {where(cells)}: {why}"
+             for why, cells in groups[:limit]]
+    if len(groups) > limit:
+        lines.append(f"- and {len(groups) - limit} more reasons: see report.md")
+    skips = {}
+    for s in a["skipped"]:
+        skips.setdefault(normalise(s["reason"]), []).append(s["config"])
+    lines += [f"- skipped {', '.join(cs)}: {why}" for why, cs in skips.items()]
+    return lines
+
+
+def answers(a, p, rows, meta, folder, plots=(), terminal=False):
+    """The answers as lines of Markdown (which read as text in a terminal).
+    TERMINAL: cut to LINES lines of WIDTH characters, the way out named."""
+    env = meta or {}
+    name = shown(folder) if terminal else os.path.basename(os.path.normpath(folder))
+    lines = [f"What tracing costs on {env.get('cpu_model', 'this machine')}, "
+             f"{env.get('cpus', '?')} CPUs, Linux {env.get('kernel', '?')}:", ""]
+    if a["cells"]:
+        head, rows_, words = cost_rows(a)
+        if a["has_baseline"] and rows_:
+            lines += ["Overhead per event over the bare call, mean [95% interval]: each "
+                      "tracer's cheapest configuration", "that saw every event, and SystemTap's "
+                      "four of 2011.", "", table(head, rows_)]
+            lines += [""] + [f"- {w}" for w in words] if words else []
+        elif not a["has_baseline"]:
+            lines.append(f"No `{BASELINE}` rows: no overhead can be computed.")
+        sites = site_lines(a)
+        if sites:
+            lines += ["", "Probe sites on this kernel (red-zone canary):", ""] + sites
+        if a["has_baseline"]:
+            lines += ["", "The 2011 post beside today (10M calls, 1 thread, scaled):", ""]
+            lines.append(table(["probe", "2011", "today", "today's configuration"],
+                               [[r[0], f"{r[1]}, {r[2]}" if r[2] else r[1],
+                                 "-" if r[4] == "-" and r[5] else f"{r[4]}, {r[5]}" if r[5]
+                                 else r[6] and f"{r[6]} ns/event",
+                                 r[7]] for r in y2011(a)]))
+    if p and p["cells"]:
+        lim = [m for m in p["limits"] if m["config"] != BASELINE]
+        if lim:
+            lines += ["", "Paced runs: the highest rate each held without losing an event:", ""]
+            lines.append(table(["configuration", "threads", "lossless up to [calls/s/thread]",
+                                "1% of a CPU at [events/s]"],
+                               [[m["config"], m["threads"],
+                                 "none tested held" if m["limit"] is None else
+                                 f">= {f_rate(m['limit'])}" if m["broke_at"] is None
+                                 else f_rate(m["limit"]), f_rate(m["rate_at_1pct"])]
+                                for m in lim]))
+    lines += ["", totals(rows)]
+    fails = failure_lines(a)
+    if fails:
+        lines += ["", "Failed and skipped, each reason once (warm-ups included):", ""] + fails
+    if terminal:
+        lines += ["", f"Full report: {os.path.join(name, 'report.md')}"
+                  + (f"; plots: {', '.join(os.path.basename(m) for m in plots)}" if plots
+                     else "")]
+    elif plots:
+        lines += ["", "Plots: " + ", ".join(f"[{os.path.basename(m)}]({os.path.basename(m)})"
+                                            for m in plots)]
+    lines = "\n".join(lines).split("\n")  # a table is one string of several lines
+    lines = [ln for i, ln in enumerate(lines) if ln or (i and lines[i - 1])]  # one blank at most
+    return fit(lines) if terminal else lines
+
+
+def shown(path):
+    """PATH relative to here if it is below here, else absolute."""
+    rel = os.path.relpath(path)
+    return os.path.abspath(path) if rel.startswith("..") else rel
+
+
+def fit(lines):
+    """At most LINES lines of WIDTH characters: a long line is cut with an
+    ellipsis, and past the limit one line says where the rest is."""
+    out = [ln if len(ln) <= WIDTH else ln[:WIDTH - 1] + "…" for ln in lines]
+    if len(out) > LINES:
+        out = out[:LINES - 1] + ["… (cut here: the whole of it opens report.md)"]
+    return out
