@@ -15,7 +15,7 @@ from stats import BASELINE, config_rank
 from tables import f_ns, f_overhead, normalise, undetectable
 
 PACED_FLOOR = 1e-2  # % of a CPU: where a paced plot puts overheads at or below 0
-LABEL_GAP = 0.09  # decades: the least distance between two labels on a log axis
+LABEL_PX = 10  # pixels: the least distance between two line labels
 
 
 def short(reason, n=48):
@@ -152,9 +152,10 @@ def plot_by_config(plt, a, cells, threads, folder):
     return save(fig, folder, "overhead_by_config.png"), drawn
 
 
-def spread(ys, gap=LABEL_GAP):
+def spread(ys, gap, top=None):
     """Label heights for points at YS on a log axis, moved apart so that
-    no two are closer than GAP decades, in the points' order."""
+    no two are closer than GAP decades, in the points' order, and moved
+    down together where the highest would pass TOP (a log10)."""
     order = sorted(range(len(ys)), key=lambda i: ys[i])
     out = [0.0] * len(ys)
     last = None
@@ -162,7 +163,8 @@ def spread(ys, gap=LABEL_GAP):
         v = math.log10(ys[i])
         v = v if last is None or v - last >= gap else last + gap
         out[i] = last = v
-    return [10 ** v for v in out]
+    over = max(out) - top if top is not None and out else 0
+    return [10 ** (v - max(over, 0)) for v in out]
 
 
 def plot_vs_threads(plt, a, cells, threads, folder):
@@ -178,7 +180,7 @@ def plot_vs_threads(plt, a, cells, threads, folder):
     drawn = {}
     for k, tr in enumerate(tracers):
         ax = axes[k // cols][k % cols]
-        ends = []
+        ends, silent = [], []
         for i, n in enumerate(dict.fromkeys(c["config"] for c in cells if c["tracer"] == tr)):
             mine = sorted((c for c in cells if c["config"] == n), key=lambda c: c["threads"])
             good = []
@@ -187,6 +189,8 @@ def plot_vs_threads(plt, a, cells, threads, folder):
                 o = c.get("overhead")
                 if how == "bar":
                     good.append(c)
+                elif how == "NEVER FIRES":  # its time is no cost: named, not drawn
+                    silent.append(f"{n} ({c['threads']})")
                 elif o and o["mean_ns"] > 0 and how not in ("none detectable", "failed"):
                     ax.plot([c["threads"]], [o["mean_ns"]], "x", color="red", ms=8)
                     ax.annotate(how, (c["threads"], o["mean_ns"]), textcoords="offset points",
@@ -201,9 +205,17 @@ def plot_vs_threads(plt, a, cells, threads, folder):
                     for m, c in zip(ms, good)]]
             ax.errorbar(xs, ms, yerr=err, marker="o", ms=3, capsize=3, color=f"C{i}")
             ends.append((xs[-1], ms[-1], n, f"C{i}"))
-        for (x, y, n, col), ly in zip(ends, spread([e[1] for e in ends])):
+        if silent:
+            ax.text(0.02, 0.02, "NEVER FIRES: " + ", ".join(silent), fontsize=6, color="red",
+                    transform=ax.transAxes, wrap=True)
+        ax.set_yscale("log")
+        lo, hi = (math.log10(v) for v in ax.get_ylim())
+        px = ax.get_window_extent().height or 1
+        for (x, y, n, col), ly in zip(ends, spread([e[1] for e in ends],
+                                                   (hi - lo) * LABEL_PX / px, hi)):
             ax.annotate(n, (x, y), xytext=(x + 0.15, ly), fontsize=6.5, va="center", color=col,
-                        arrowprops={"arrowstyle": "-", "color": col, "lw": 0.5})
+                        arrowprops={"arrowstyle": "-", "color": col, "lw": 0.5},
+                        annotation_clip=False)
         ax.set_title(tr, fontsize=9)
         ax.set_yscale("log")
         ax.set_xticks(threads)
@@ -260,6 +272,7 @@ def plot_sites(plt, a, cells, threads, folder):
     ax.bar([0], [0], color="none", edgecolor="red", hatch="xx", label="UNSAFE (corrupted)")
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names)
+    ax.set_xlim(-0.6, len(names) - 0.4)
     ax.set_yscale("log")
     ax.set_ylabel("overhead [ns/event] (log)")
     ax.set_title(f"Probe sites: cost and safety on this kernel ({min(threads)} thread(s), "

@@ -180,9 +180,9 @@ def answers(a, p, rows, meta, folder, plots=(), terminal=False):
     if fails:
         lines += ["", "Failed and skipped, each reason once (warm-ups included):", ""] + fails
     if terminal:
-        lines += ["", f"Full report: {os.path.join(name, 'report.md')}"
-                  + (f"; plots: {', '.join(os.path.basename(m) for m in plots)}" if plots
-                     else "")]
+        lines += ["", f"Full report: {os.path.join(name, 'report.md')}"]
+        if plots:
+            lines.append(f"Plots beside it: {', '.join(os.path.basename(m) for m in plots)}")
     elif plots:
         lines += ["", "Plots: " + ", ".join(f"[{os.path.basename(m)}]({os.path.basename(m)})"
                                             for m in plots)]

@@ -18,6 +18,7 @@ import summary
 import tables
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "report")
+EXAMPLE = os.path.join(ROOT, "docs", "example")
 REPORT_PY = os.path.join(SCRIPTS, "report.py")
 
 
@@ -66,6 +67,25 @@ class Golden(unittest.TestCase):
             out = r.stdout.splitlines()
             self.assertLessEqual(len(out), summary.LINES + 3)
             self.assertLessEqual(max(map(len, out)), summary.WIDTH)
+
+    def test_example_is_current(self):
+        """docs/example, a real default run README quotes, has the report
+        today's report.py writes from its runs.csv and meta.json (after a
+        change to the report: python3 scripts/report.py docs/example)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            d = os.path.join(tmp, "example")
+            os.mkdir(d)
+            for f in ("runs.csv", "meta.json"):
+                shutil.copy(os.path.join(EXAMPLE, f), d)
+            r = run(["python3", REPORT_PY, d])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(d, "report.md")) as f:
+                got = golden(f.read())
+        with open(os.path.join(EXAMPLE, "report.md")) as f:
+            self.assertEqual(got, golden(f.read()))
+        out = r.stdout.splitlines()
+        self.assertLessEqual(len(out), summary.LINES + 3)
+        self.assertLessEqual(max(map(len, out)), summary.WIDTH)
 
     def test_paced_report_md(self):
         """The paced fixture (hand-chosen rows at RATE=1000,10000; the
@@ -486,7 +506,7 @@ class Answers(unittest.TestCase):
                               ["/r/x/p.png"], terminal=True)
         self.assertLessEqual(len(out), summary.LINES)
         self.assertLessEqual(max(map(len, out)), summary.WIDTH)
-        self.assertEqual(out[-1], "Full report: /r/x/report.md; plots: p.png")
+        self.assertEqual(out[-2:], ["Full report: /r/x/report.md", "Plots beside it: p.png"])
 
 
 class Errors(unittest.TestCase):
