@@ -32,8 +32,9 @@ import plots as plotting  # noqa: E402
 import summary  # noqa: E402
 from record import BadInput, load  # noqa: E402
 from record import DEFAULT_UNIT, paced_rate  # noqa: E402
-from stats import BASELINE, analyse, paced  # noqa: E402
-from tables import environment, f_ns, lab_markdown, paced_markdown, table, tight_markdown  # noqa
+from stats import BASELINE, analyse, outcomes, paced  # noqa: E402
+from tables import (environment, f_ns, lab_markdown, paced_markdown, skipped_failed,  # noqa
+                    table, tight_markdown)
 
 # Set in the environment of a report re-run under another interpreter, so
 # it never re-runs twice.
@@ -58,6 +59,8 @@ def markdown(a, meta, warnings, folder, p=None, rows=(), made=()):
         lines += tight_markdown(a)
     if p and p["cells"]:
         lines += paced_markdown(p)
+        if not a["cells"]:  # else tight_markdown said them
+            lines += skipped_failed(a)
     return "\n".join(lines) + "\n"
 
 
@@ -150,6 +153,7 @@ def main(argv):
             print(f"report: warning: {w}", file=sys.stderr)
         p = paced([r for r in rows if paced_rate(r) is not None])
         a = analyse([r for r in rows if paced_rate(r) is None], meta)
+        a.update(outcomes(rows))  # paced runs' failures and skips too
         emulated = (meta.get("lab") or {}).get("accel", "kvm") != "kvm"  # make lab under TCG
         if not a["has_baseline"] and a["cells"] and not emulated:
             print(f"report: {folder}: no baseline rows; overheads are not computed",

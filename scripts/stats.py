@@ -153,17 +153,11 @@ def analyse(rows, meta):
         if r["config"] not in order:
             order.append(r["config"])
         cells.setdefault(key, []).append(r)
-    out, skipped, failed = [], [], []
+    out = []
     for (config, threads), rs in cells.items():
         timed = [r for r in rs if (r["rep"] or 0) >= 1]
         measured = [r for r in timed if r["status"] in MEASURED]
         n_failed = sum(r["status"] == "failed" for r in timed)
-        for r in rs:
-            if r["status"] == "skipped":
-                skipped.append({"config": config, "threads": threads, "reason": r["reason"]})
-            elif r["status"] == "failed":
-                failed.append({"config": config, "threads": threads, "rep": r["rep"],
-                               "reason": r["reason"]})
         if not timed:
             continue
         c = {"config": config, "threads": threads, "tracer": rs[0].get("tracer", ""),
@@ -208,8 +202,7 @@ def analyse(rows, meta):
         if c["n_runs"]:
             c["overhead"] = overhead(c, b) if b and c["config"] != BASELINE else None
     scaling([c for c in out if c["n_runs"]], ncpu)
-    return {"cells": out, "skipped": dedup_skips(skipped), "failed": failed,
-            "has_baseline": bool(base), "cpus": ncpu,
+    return {"cells": out, **outcomes(rows), "has_baseline": bool(base), "cpus": ncpu,
             "sites": sites([c for c in out if c["n_runs"]])}
 
 
@@ -218,6 +211,16 @@ def config_rank(seen):
     rows together); names the table does not know follow, as first seen."""
     known = [c.name for c in configs.CONFIGS]
     return {n: i for i, n in enumerate(known + [n for n in seen if n not in known])}
+
+
+def outcomes(rows):
+    """{"skipped": each skipped configuration once with its reason,
+    "failed": every failed run (warm-ups included)}, in the rows' order."""
+    skipped = [{"config": r["config"], "reason": r["reason"]} for r in rows
+               if r["status"] == "skipped"]
+    failed = [{"config": r["config"], "threads": r["threads"], "rep": r["rep"],
+               "reason": r["reason"]} for r in rows if r["status"] == "failed"]
+    return {"skipped": dedup_skips(skipped), "failed": failed}
 
 
 def dedup_skips(skipped):

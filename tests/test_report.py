@@ -102,6 +102,8 @@ class Golden(unittest.TestCase):
             self.assertNotIn("## Overhead per event", got)
             self.assertIn("Paced runs: the highest rate each held without losing an event",
                           r.stdout)
+            # A paced-only run's skips are said too (they once were not).
+            self.assertIn("## Skipped and failed\n\n- skipped stap-mark-alibi", got)
             if "plots" in r.stdout:  # drawn where matplotlib is (test_plots_or_one_line)
                 self.assertTrue(os.path.exists(os.path.join(d, "paced_cpu.png")))
 
