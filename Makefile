@@ -21,7 +21,7 @@ Q := @
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all list needs configs run report test clean help lab lab-shell floor
+.PHONY: all list needs configs run report test clean help lab lab-shell floor versus
 
 # The builds: src/builds.tsv, one row each (its header says the columns).
 # field(BUILD,N): column N of BUILD's row.
@@ -152,6 +152,10 @@ lab-shell:
 floor: build/benchmark-plain build/raw-loop
 	$(Q)$(PYTHON) bench/floor.py
 
+# The kit against hyperfine on the idle marker's cost, in one sitting.
+versus: build/benchmark-plain build/benchmark-sdt
+	$(Q)$(PYTHON) bench/versus.py
+
 test: all
 	$(Q)$(PYTHON) tests/run_tests.py $${TESTS:+$$TESTS}
 
@@ -168,4 +172,5 @@ help:
 	@echo "make lab-shell    a shell in the (first) guest, the kit at /kit"
 	@echo "make test         the test suite (TESTS=name to pick some)"
 	@echo "make floor        the baseline's loop against a raw loop (bench/floor.py)"
+	@echo "make versus       the kit against hyperfine on the idle marker (bench/versus.py)"
 	@echo "make clean        remove build/"

@@ -98,7 +98,7 @@ def parse_rates(text):
     return paced + ([TIGHT] if TIGHT in items else [])
 
 
-def seconds_in(name, lo, hi, extra=""):
+def number_in(name, lo, hi, what, extra=""):
     def parse(text):
         try:
             v = float(text)
@@ -106,9 +106,13 @@ def seconds_in(name, lo, hi, extra=""):
             v = -1
         if not lo <= v <= hi or v != v:
             raise argparse.ArgumentTypeError(
-                f"{name} '{text}' is not allowed: want seconds in {lo}..{hi}{extra}")
+                f"{name} '{text}' is not allowed: want {what} in {lo}..{hi}{extra}")
         return v
     return parse
+
+
+def seconds_in(name, lo, hi, extra=""):
+    return number_in(name, lo, hi, "seconds", extra)
 
 
 def folder(name):
@@ -154,16 +158,27 @@ class Param:
 PARAMS = [
     Param("THREADS", parse_threads, None, "thread counts: 1..8, 1,2,4,8 or 4", "1..CPUs"),
     Param("ITER", int_in("ITER", 1, MAX_ITER), 10000000, "calls per thread"),
-    Param("RUNS", int_in("RUNS", 1, 1000), 3, "repetitions of each cell"),
+    Param("RUNS", int_in("RUNS", 1, 1000), None, "exactly this many runs of each cell (not "
+          "given: each cell runs until its interval reaches PRECISION, MIN_RUNS..MAX_RUNS "
+          "times)", "adaptive"),
+    Param("MIN_RUNS", int_in("MIN_RUNS", 2, 1000), 3, "the fewest runs of a cell (without RUNS)"),
+    Param("MAX_RUNS", int_in("MAX_RUNS", 2, 1000), 10,
+          "the most runs of a cell, however wide its interval (without RUNS)"),
+    Param("PRECISION", number_in("PRECISION", 0.001, 1, "a fraction"), 0.1,
+          "a traced cell stops when its overhead's 95% interval is within +-PRECISION of "
+          "the mean (0.1: +-10%)"),
+    Param("PRECISION_NS", number_in("PRECISION_NS", 0.001, 1000000, "ns"), 0.5,
+          "a cell with nothing attached (idle-*) stops when its overhead's 95% interval is "
+          "within +-PRECISION_NS (its unit: ns, or instructions in a lab guest)"),
     Param("CONFIGS", parse_configs, None, "names or patterns, comma-separated (make configs)",
           "all"),
     Param("QUICK", flag01("QUICK"), False, "1: a fast smoke run: ITER=100000 RUNS=1 "
           "THREADS=1..2, no warm-up", "0"),
     Param("NO_INSTALL", flag01("NO_INSTALL"), False, "1: never install missing Debian packages",
           "0"),
-    Param("MAX_RUN_S", seconds_in("MAX_RUN_S", 0, 3600, " (0: no cap)"), 2.0,
+    Param("MAX_RUN_S", seconds_in("MAX_RUN_S", 0, 3600, " (0: no cap)"), 0.5,
           "a traced cell's calls are cut so one run takes about this long (0: ITER)"),
-    Param("MIN_RUN_S", seconds_in("MIN_RUN_S", 0, 3600, " (0: ITER)"), 1.0,
+    Param("MIN_RUN_S", seconds_in("MIN_RUN_S", 0, 3600, " (0: ITER)"), 0.25,
           "an untraced cell's calls are raised so one run lasts at least this long (0: ITER)"),
     Param("PIN", flag01("PIN"), False, "1: pin thread k to the k-th allowed CPU", "0"),
     Param("SEED", int_in("SEED", 0, 2 ** 32 - 1), None,
@@ -217,6 +232,9 @@ def parse_args(argv, extra=()):
         if getattr(a, par.dest) is None:
             setattr(a, par.dest, QUICK[par.name] if quick and par.name in QUICK
                     else par.default)
+    if a.max_runs < a.min_runs:
+        p.error(f"argument --max-runs: MAX_RUNS '{a.max_runs}' is not allowed: want a whole "
+                f"number in {a.min_runs}..1000 (at least MIN_RUNS)")
     ncpu = cpus()
     a.threads = a.threads or list(range(1, (min(2, ncpu) if quick else ncpu) + 1))
     if a.seed is None:

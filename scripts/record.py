@@ -18,8 +18,9 @@ from dataclasses import dataclass
 # machine_source and proc_stat_busy_ns (a row without a rate is a
 # tight-loop row), corrupted and path, and the status `corrupted`; 5 added
 # unit (what the target's clock counted: ns, or guest instructions under
-# QEMU's -icount; a row without it is ns).  Older folders still read.
-FORMAT_VERSION = 5
+# QEMU's -icount; a row without it is ns); 6 added stopped (on a cell's
+# last run: why it ran no more).  Older folders still read.
+FORMAT_VERSION = 6
 
 COLUMNS = [
     "started", "config", "build", "tracer", "probe", "action", "threads", "iterations", "rep",
@@ -27,7 +28,7 @@ COLUMNS = [
     "thread_wall_ns", "thread_user_ns", "thread_sys_ns", "thread_cpu_ns", "process_user_ns",
     "process_sys_ns", "tracer_user_ns", "tracer_sys_ns", "runtime", "sized_by", "pinned", "note",
     "rate", "calls", "pacing", "late", "machine_busy_ns", "machine_source", "proc_stat_busy_ns",
-    "corrupted", "path", "unit",
+    "corrupted", "path", "unit", "stopped",
 ]
 # What the target's own clock counts (a row's and meta.json's "unit"): host
 # nanoseconds, or guest instructions (make lab under QEMU's -icount

@@ -65,13 +65,15 @@ def markdown(a, meta, warnings, folder, p=None, rows=(), made=()):
 
 
 def plots(a, folder, p=None):
-    """The plots, or one line saying why there are none."""
+    """(the plots' paths, how each cell was drawn in each: {png: {"config
+    @threads": how}}), or one line saying why there are none."""
     made, drawn = plotting.plots(a, folder, p)
     if made is None:
         print(f"report: no plots: matplotlib cannot be imported by {sys.executable}, nor by "
               "/usr/bin/python3; install Debian's python3-matplotlib", file=sys.stderr)
-        return []
-    return made
+        return [], {}
+    return made, {png: {f"{c}@{t}": how for (c, t), how in cells.items()}
+                  for png, cells in drawn.items()}
 
 
 # -- several folders -----------------------------------------------------------
@@ -99,8 +101,9 @@ def compare(results):
     return head, rows
 
 
-def to_json(a, meta, warnings, p=None):
-    return {"environment": meta, "warnings": warnings, **a, "paced": p or {"cells": []}}
+def to_json(a, meta, warnings, p=None, drawn=None):
+    return {"environment": meta, "warnings": warnings, **a, "paced": p or {"cells": []},
+            "plots": drawn or {}}
 
 
 def has_matplotlib(python):
@@ -160,12 +163,12 @@ def main(argv):
                   file=sys.stderr)
         results.append((folder, a))
         units[folder] = meta.get("unit") or DEFAULT_UNIT
-        made = [] if emulated else plots(a, folder, p)
+        made, drawn = ([], {}) if emulated else plots(a, folder, p)
         md = markdown(a, meta, warnings, folder, p, rows, made)
         with open(os.path.join(folder, "report.md"), "w") as f:
             f.write(md)
         with open(os.path.join(folder, "report.json"), "w") as f:
-            json.dump(to_json(a, meta, warnings, p), f, indent=1, sort_keys=True)
+            json.dump(to_json(a, meta, warnings, p, drawn), f, indent=1, sort_keys=True)
             f.write("\n")
         print()
         if emulated:

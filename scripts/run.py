@@ -35,6 +35,8 @@ import paths  # noqa: E402
 import record  # noqa: E402
 import tracers  # noqa: E402
 from params import DEFAULT_TIME_LIMIT, MAX_ITER, TIGHT, TIME_LIMIT_MARGIN, cpus  # noqa: E402
+from plan import Plan, fmt_s  # noqa: E402
+from stats import BASELINE, settle  # noqa: E402
 from supervise import Supervisor, say  # noqa: E402
 from tracers.base import TracerError  # noqa: E402
 
@@ -201,10 +203,11 @@ class Kit:
         if self.folder:
             self.folder.close()
 
-    def run_one(self, cfg, threads, iterations, rep, sized_by="", rate=TIGHT):
+    def run_one(self, cfg, threads, iterations, rep, sized_by="", rate=TIGHT, judge=None):
         """Runs the target once under cfg (paced at RATE calls/s per thread
         for DURATION, or ITERATIONS calls in a tight loop); writes and
-        returns its row."""
+        returns its row, whose `stopped` JUDGE(row) fills: why the cell
+        runs no more, or ''."""
         tracer = tracers.get(cfg.tracer)
         if rate != TIGHT:
             iterations = max(1, rate * round(self.args.duration * 1000) // 1000)
@@ -212,7 +215,7 @@ class Kit:
         run = Run(self, cfg, tracer, threads, iterations, rep, rate)
         base = dict(config=cfg.name, build=cfg.build, tracer=cfg.tracer, probe=cfg.probe,
                     action=cfg.action, threads=threads, iterations=iterations, rep=rep,
-                    sized_by=sized_by, pinned=int(run.pin), rate=rate)
+                    sized_by=sized_by, pinned=int(run.pin), rate=rate, unit=self.args.unit)
         planned = threads * iterations
         expected = record.expected_events(tracer.attaches, cfg.expect, planned)
         row = dict(base, events_expected=expected, status="failed")
@@ -273,6 +276,8 @@ class Kit:
         finally:
             shutil.rmtree(run.scratch, ignore_errors=True)
             row["_elapsed"] = time.monotonic() - t0
+        if judge:
+            row["stopped"] = judge(row)
         self.folder.row(**{k: v for k, v in row.items() if not k.startswith("_")})
         return row
 
@@ -330,11 +335,6 @@ def size_iterations(args, ns_per_call, traced):
             return (min(MAX_ITER, round125(n, up=True)),
                     f"raised to MIN_RUN_S={args.min_run_s:g} s by the warm-up")
     return args.iter, "ITER"
-
-
-def fmt_s(s):
-    s = int(s)
-    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
 def prepare(args, wanted):
@@ -439,53 +439,137 @@ def main(argv=None):
 
 def warm_up(kit, args, c, n, label):
     """Rep 0 of a cell, which also times it to size its runs: (calls per
-    thread, how they were chosen).  A failed warm-up is tried once more;
-    if that fails too, a traced cell falls back to the fewest calls
-    (FLOOR_ITER, so a slow tracer cannot take minutes a run) and an
+    thread, how they were chosen, its rows).  A failed warm-up is tried
+    once more; if that fails too, a traced cell falls back to the fewest
+    calls (FLOOR_ITER, so a slow tracer cannot take minutes a run) and an
     untraced one to ITER."""
     traced = tracers.get(c.tracer).attaches
+    rows = []
     for attempt in ("warm-up", "warm-up retry"):
         say(f"[{attempt} {label}] {c.name} threads={n}")
         row = kit.run_one(c, n, kit.calib_iter, 0, sized_by=attempt)
+        rows.append(row)
         if row["status"] in record.MEASURED:
             it, how = size_iterations(args, row["_max_thread_wall_ns"] / kit.calib_iter, traced)
             kit.estimate[(c.name, n)] = row["_elapsed"]
             return it, how + (" (retried: the first warm-up failed)"
-                              if attempt != "warm-up" else "")
+                              if attempt != "warm-up" else ""), rows
     if traced:
-        return min(args.iter, FLOOR_ITER), f"fallback: both warm-ups failed ({row['reason']})"
-    return args.iter, f"ITER: both warm-ups failed ({row['reason']})"
+        return (min(args.iter, FLOOR_ITER), f"fallback: both warm-ups failed ({row['reason']})",
+                rows)
+    return args.iter, f"ITER: both warm-ups failed ({row['reason']})", rows
+
+
+class Cells:
+    """The matrix's cells and their timed rows so far, and when each is
+    done: after exactly RUNS runs where RUNS is given; else (tight-loop
+    cells) once settle() finds its interval precise enough, between
+    MIN_RUNS and MAX_RUNS runs, the baseline at a thread count running
+    for as long as any other cell there does; a paced cell runs MIN_RUNS
+    times."""
+
+    def __init__(self, args, cells):
+        self.args, self.rows, self.stopped = args, {cell: [] for cell in cells}, {}
+        self.low, self.high = ((args.runs, args.runs) if args.runs
+                               else (args.min_runs, args.max_runs))
+
+    def active(self):
+        return [cell for cell in self.rows if cell not in self.stopped]
+
+    def judge(self, cell):
+        """The run_one judge for CELL: records the row, says if it was the last."""
+        def judge(row):
+            self.rows[cell].append(row)
+            why = self.decide(cell)
+            if why:
+                self.stopped[cell] = why
+            return why
+        return judge
+
+    def decide(self, cell):
+        c, n, rate = cell
+        mine, a = self.rows[cell], self.args
+        if a.runs:
+            return f"RUNS={a.runs}" if len(mine) >= a.runs else ""
+        if rate != TIGHT:
+            return f"MIN_RUNS={a.min_runs} (a paced cell)" if len(mine) >= a.min_runs else ""
+        base = next((k for k in self.rows if k[0].name == BASELINE and k[1:] == (n, TIGHT)), None)
+        if cell == base:
+            others = [k for k in self.active() if k != cell and k[1:] == (n, TIGHT)]
+            if len(mine) >= a.min_runs and not others:
+                return (f"after {len(mine)} runs: every other cell at {n} thread{'s' * (n != 1)} "
+                        "had stopped")
+            return f"MAX_RUNS={a.max_runs} reached" if len(mine) >= a.max_runs else ""
+        done, why = settle(mine, self.rows.get(base, []), tracers.get(c.tracer).attaches,
+                           a.min_runs, a.max_runs, a.precision, a.precision_ns)
+        return why if done else ""
+
+    def left(self, rep, this):
+        """(fewest, most) runs still to come: THIS more in round REP, then
+        each cell still active up to MIN_RUNS (fewest) or MAX_RUNS (most)."""
+        act = self.active()
+        return (this + sum(max(0, self.low - rep) for _ in act),
+                this + sum(max(0, self.high - rep) for _ in act))
 
 
 def matrix(kit, args, runnable):
-    """Every (configuration, threads, rate) cell RUNS times, interleaved;
-    tight-loop cells first get a warm-up that sizes them."""
+    """Every (configuration, threads, rate) cell, in rounds: each round runs
+    every cell not yet done once, in a new shuffled order (drift hits all
+    cells alike, and a cell's extra runs fall in later rounds, never back
+    to back); tight-loop cells first get a warm-up that sizes them."""
     cells = [(c, n, r) for c in runnable for n in args.threads for r in args.rate]
-    sizing = {}
+    attached = {c.name: tracers.get(c.tracer).attaches for c in runnable}
+    plan = Plan(args, [(c.name, n, r) for c, n, r in cells], attached.get,
+                lambda name, n, ns: size_iterations(args, ns, attached[name])[0] * ns / 1e9,
+                WARMUP_ITER)
+    state = Cells(args, cells)
+    say(plan.line(state.low, state.high))
+    t0 = time.monotonic()
+    sizing, all_rows = {}, []
     tight = [(c, n) for c, n, r in cells if r == TIGHT]
+    runs_s = lambda k: sum(plan.run_s(c.name, n, r) for c, n, r in cells) * k  # noqa: E731
     if not args.quick:
         kit.calib_iter = min(args.iter, WARMUP_ITER)
         for i, (c, n) in enumerate(tight):
             check_signalled()
-            sizing[(c.name, n)] = warm_up(kit, args, c, n, f"{i + 1}/{len(tight)}")
-    total = len(cells) * args.runs
-    done, spent = 0, 0.0
+            left = sum(plan.run_s(x.name, m, TIGHT, warm_up=True) for x, m in tight[i:])
+            planned = plan.run_s(c.name, n, TIGHT, warm_up=True)
+            t = time.monotonic()
+            it, how, rows = warm_up(kit, args, c, n, f"{i + 1}/{len(tight)}, ETA "
+                                    f"{plan.eta(left + runs_s(state.low))}")
+            plan.done(planned, time.monotonic() - t)
+            sizing[(c.name, n)] = (it, how)
+            all_rows += rows
     shuffle = random.Random(args.seed)  # interleaved: drift hits all cells alike
-    for rep in range(1, args.runs + 1):
-        order = list(cells)
+    rep = nruns = 0
+    timed_s = 0.0
+    while state.active():
+        rep += 1
+        order = state.active()
         shuffle.shuffle(order)
-        for c, n, r in order:
+        for k, cell in enumerate(order):
             check_signalled()
+            c, n, r = cell
             it, how = sizing.get((c.name, n), (args.iter, "ITER"))
-            t0 = time.monotonic()
-            row = kit.run_one(c, n, it, rep, sized_by=how, rate=r)
-            spent += time.monotonic() - t0
-            done += 1
-            eta = spent / done * (total - done)
+            extra, ns = plan.costs(c.name, n)
+            planned = extra + (it * ns / 1e9 if r == TIGHT else args.duration)
+            t = time.monotonic()
+            row = kit.run_one(c, n, it, rep, sized_by=how, rate=r, judge=state.judge(cell))
+            plan.done(planned, time.monotonic() - t)
+            timed_s += time.monotonic() - t
+            all_rows.append(row)
+            nruns += 1
+            lo, hi = state.left(rep, len(order) - k - 1)
+            per = timed_s / nruns  # the mean run so far
+            eta = fmt_s(lo * per) + ("" if lo == hi else f"..{fmt_s(hi * per)}")
             size = f"iter={it}" if r == TIGHT else f"rate={r}/s for {args.duration:g} s"
             tail = f"{row['status']}" + (f" ({row['reason']})" if row.get("reason") else "")
-            say(f"[{done}/{total}] {c.name} threads={n} {size} rep {rep}/{args.runs}: "
-                f"{tail}  ETA {fmt_s(eta)}")
+            stop = f" [stopped: {row['stopped']}]" if row.get("stopped") else ""
+            say(f"[round {rep}, {k + 1}/{len(order)}] {c.name} threads={n} {size}: "
+                f"{tail}{stop}  ETA {eta}")
+    plan.learn(all_rows)
+    say(f"run: {nruns} runs and {len(all_rows) - nruns} warm-ups in "
+        f"{fmt_s(time.monotonic() - t0)}; the plan said about {fmt_s(plan.total)}")
 
 
 if __name__ == "__main__":

@@ -125,6 +125,47 @@ def overhead(cell, base):
     }
 
 
+def settle(rows, base_rows, attached, min_runs, max_runs, precision, precision_ns):
+    """(stop?, why) for a cell whose timed runs so far are ROWS, its
+    baseline's at the same thread count BASE_ROWS: stop once it has run
+    MIN_RUNS times and its overhead's 95% interval is within +-PRECISION
+    of the mean (a traced cell: ATTACHED) or within +-PRECISION_NS (a cell
+    with nothing attached, whose overhead may be 0), or at MAX_RUNS
+    whatever the interval.  Without a baseline the cell's own per-event
+    time is judged instead.  A cell none of whose runs measured anything
+    stops at MIN_RUNS."""
+    n = len(rows)
+    measured = [r for r in rows if r["status"] in MEASURED]
+    base = [r for r in base_rows if r["status"] in MEASURED]
+    if n < min_runs:
+        return False, f"{n} of MIN_RUNS={min_runs}"
+    if not measured:
+        return True, f"none of {n} runs measured anything"
+    cell = cell_stats(measured)
+    if base and rows is not base_rows:
+        o = overhead(cell, cell_stats(base))
+        m, lo, hi = o["mean_ns"], o["lo_ns"], o["hi_ns"]
+    else:
+        m, lo, hi = mean_ci(list(cell["per_rep_ns"].values()))
+    unit = measured[0].get("unit") or "ns"
+    if lo is None:
+        text, ok = "no interval yet", False
+    elif attached:
+        rel = (hi - lo) / 2 / abs(m) if m else math.inf
+        text, ok = f"+-{rel:.1%} of the mean", rel <= precision
+        target = f"PRECISION={precision:g}"
+    else:
+        half = (hi - lo) / 2
+        text, ok = f"+-{half:.3g} {unit}", half <= precision_ns
+        target = f"PRECISION_NS={precision_ns:g}"
+    if ok:
+        return True, f"precise after {n} runs: {text} (within {target})"
+    if n >= max_runs:
+        return True, f"MAX_RUNS={max_runs} reached: {text}" + (
+            f" (wider than {target})" if lo is not None else "")
+    return False, text
+
+
 def tracer_steady(warmups, runs):
     """The tracer's CPU per event in steady state and its fixed cost:
     the slope and intercept of tracer CPU against events between the
@@ -169,6 +210,7 @@ def analyse(rows, meta):
              "iterations": sorted({r["iterations"] for r in measured}),
              "n_timed": len(timed), "n_failed": n_failed,
              "statuses": sorted({r["status"] for r in timed}),
+             "stopped": next((r["stopped"] for r in reversed(timed) if r.get("stopped")), ""),
              "failed_reasons": sorted({r["reason"] for r in timed if r["status"] == "failed"})}
         c["flags"] = []
         if n_failed:

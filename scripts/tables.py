@@ -214,6 +214,8 @@ def overhead_rows(a, notes):
                          f"all failed {' '.join(why)}"])
             continue
         flags = [notes.inline(f) for f in c["flags"]]
+        if c.get("stopped", "").startswith("MAX_RUNS") and c["config"] != BASELINE:
+            flags.append("MAX_RUNS before PRECISION")
         if undetectable(c["overhead"]):
             flags.insert(0, "none detectable")
         elif c["overhead"] and c["overhead"]["bounded"]:

@@ -10,8 +10,8 @@ import shutil
 import tempfile
 import unittest
 
-from kit_test import ROOT, SCRIPTS, run
-import plots
+from kit_test import ROOT, SCRIPTS, run, unavailable
+import record
 import report
 import stats
 import summary
@@ -280,6 +280,54 @@ class ByHand(unittest.TestCase):
         self.assertEqual(rows[3][6], "0.80")  # 10.4 - 9.6: the time call's share
 
 
+class Settle(unittest.TestCase):
+    """When a cell has run enough (stats.settle), worked by hand: the
+    baseline takes 1.0, 1.1 and 1.2 ns a call in repetitions 1..3."""
+
+    @staticmethod
+    def rows(per_call, status="ok"):
+        return [{"rep": i + 1, "iterations": 1000, "threads": 1, "status": status,
+                 "thread_wall_ns": str(round(ns * 1000)), "unit": "ns"}
+                for i, ns in enumerate(per_call)]
+
+    BASE = [1.0, 1.1, 1.2]
+
+    def settle(self, cell, attached=True, base=BASE, min_runs=3, max_runs=10):
+        return stats.settle(self.rows(cell), self.rows(base), attached, min_runs, max_runs,
+                            0.1, 0.5)
+
+    def test_not_before_min_runs(self):
+        self.assertEqual(self.settle([101.0, 101.1]), (False, "2 of MIN_RUNS=3"))
+
+    def test_precise(self):
+        # Differences 100, 100, 100: sd 0, the interval [100, 100].
+        self.assertEqual(self.settle([101.0, 101.1, 101.2]),
+                         (True, "precise after 3 runs: +-0.0% of the mean (within "
+                                "PRECISION=0.1)"))
+
+    def test_too_wide_until_max_runs(self):
+        # Differences 90, 100, 110: mean 100, sd 10, half-width
+        # 4.303 x 10 / sqrt(3) = 24.84, 24.8% of the mean > 10%.
+        cell = [91.0, 101.1, 111.2]
+        self.assertEqual(self.settle(cell), (False, "+-24.8% of the mean"))
+        self.assertEqual(self.settle(cell, max_runs=3),
+                         (True, "MAX_RUNS=3 reached: +-24.8% of the mean (wider than "
+                                "PRECISION=0.1)"))
+
+    def test_idle_cell_is_judged_in_ns(self):
+        # Differences 0.1, -0.1, 0: mean 0, sd 0.1, half-width
+        # 4.303 x 0.1 / sqrt(3) = 0.248 ns <= PRECISION_NS=0.5; as a fraction
+        # of a mean of 0 it could never settle.
+        self.assertEqual(self.settle([1.1, 1.0, 1.2], attached=False),
+                         (True, "precise after 3 runs: +-0.248 ns (within PRECISION_NS=0.5)"))
+        self.assertEqual(self.settle([1.1, 1.0, 1.2]), (False, "+-inf% of the mean"))
+
+    def test_nothing_measured(self):
+        rows = self.rows([1, 1, 1], status="failed")
+        self.assertEqual(stats.settle(rows, self.rows(self.BASE), True, 3, 10, 0.1, 0.5),
+                         (True, "none of 3 runs measured anything"))
+
+
 class Pairing(unittest.TestCase):
     """tests/fixtures/report/pairing: a baseline and a traced cell over 3
     repetitions whose values do not rise with the repetition, in rows
@@ -422,28 +470,31 @@ class Sites(unittest.TestCase):
         never-firing one words, a miscounted one a hollow bar labelled
         MISMATCH: never an ordinary bar (the nop5 site, which corrupted
         2,999,997 of 3,000,000 calls, once looked like the cheapest
-        probe).  Read from the figures' own artists."""
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            self.skipTest("matplotlib: the plots' own test (Golden.test_plots_or_one_line) "
-                          "fails in CI where it is missing")
+        probe).  Read from report.json's "plots", which the drawing code
+        fills where it draws each cell."""
         with tempfile.TemporaryDirectory() as tmp:
-            made, drawn = plots.plots(self.a, tmp)
-            self.assertEqual(sorted(os.path.basename(m) for m in made),
-                             ["overhead_by_config.png", "probe_sites.png"])
+            with open(os.path.join(tmp, "runs.csv"), "w", newline="") as f:
+                w = csv.DictWriter(f, record.COLUMNS)
+                w.writeheader()
+                w.writerows(self.rows)
+            r = run(["python3", REPORT_PY, tmp])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            if "no plots: matplotlib cannot be imported" in r.stderr:
+                unavailable(self, "no interpreter here has matplotlib")
+            with open(os.path.join(tmp, "report.json")) as f:
+                drawn = json.load(f)["plots"]
+        self.assertEqual(sorted(drawn), ["overhead_by_config.png", "probe_sites.png"])
         by = drawn["overhead_by_config.png"]
-        self.assertEqual(by[("site-a", 1)], "bar")
-        self.assertEqual(by[("site-d", 1)], "bar")
-        self.assertEqual(by[("site-b", 1)], "red hatch: 1 thr: UNSAFE, 1,998/2,000 calls "
-                         "corrupted")
-        self.assertEqual(by[("site-c", 1)], "words: 1 thr: NEVER FIRES (0 of 2,000 events)")
-        self.assertEqual(by[("site-e", 1)], "hollow: 1 thr: MISMATCH 1,980/2,000 events, "
+        self.assertEqual(by["site-a@1"], "bar")
+        self.assertEqual(by["site-d@1"], "bar")
+        self.assertEqual(by["site-b@1"], "red hatch: 1 thr: UNSAFE, 1,998/2,000 calls corrupted")
+        self.assertEqual(by["site-c@1"], "words: 1 thr: NEVER FIRES (0 of 2,000 events)")
+        self.assertEqual(by["site-e@1"], "hollow: 1 thr: MISMATCH 1,980/2,000 events, "
                          "cost not quoted")
         sites = drawn["probe_sites.png"]
-        self.assertEqual(sites[("site-a", 1)], "bar")
-        self.assertEqual(sites[("site-b", 1)], "red hatch: UNSAFE")
-        self.assertEqual(sites[("site-c", 1)], "words: NEVER FIRES")
+        self.assertEqual(sites["site-a@1"], "bar")
+        self.assertEqual(sites["site-b@1"], "red hatch: UNSAFE")
+        self.assertEqual(sites["site-c@1"], "words: NEVER FIRES")
 
 
 class Answers(unittest.TestCase):
@@ -483,10 +534,10 @@ class Answers(unittest.TestCase):
             "- 3 run(s), site-sdt-nop10-at1-bpftrace at 1-2 threads: bpftrace exited"))
 
     def test_terminal_bounds(self):
-        """A run of 300 configurations at 8 thread counts with 40 distinct
+        """A run of 300 configurations at 8 thread counts with 43 distinct
         failures and long names: still at most LINES lines of WIDTH
         characters, ending with where the rest is."""
-        rows, failed = [], []
+        rows = []
         for i in range(300):
             for t in range(1, 9):
                 for rep in (1, 2):

@@ -1,0 +1,129 @@
+"""plan.py: how long a matrix will take, said before it starts and kept up
+to date while it runs.  Each cell's cost is its tracer's start-up and end
+(what a run takes beyond the target's loop) and its per-call time, both
+measured by earlier runs on this machine and cached in build/timings.json
+(per configuration and thread count; a configuration never run here gets a
+guess by whether anything is attached).  The runner (run.py) prints the
+plan in one line at the start, an ETA on every progress line, warm-ups
+included, and the total beside the estimate at the end.
+
+Nothing to run: run.py uses Plan.
+"""
+import json
+import os
+
+from params import TIGHT, cpus
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CACHE = os.path.join(ROOT, "build", "timings.json")
+# Guesses for a configuration this machine has not run yet: seconds a run
+# takes beyond its loop, and ns per call, by whether a tracer attaches.
+GUESS = {True: (0.5, 5000.0), False: (0.05, 2.0)}
+
+
+def load():
+    try:
+        with open(CACHE) as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def fmt_s(s):
+    s = int(round(s))
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+class Plan:
+    """The matrix's time: ESTIMATE(cell, calls) for one run, what was
+    planned and what is left, corrected as runs report their real time."""
+
+    def __init__(self, args, cells, attached, loop_s, warmup_iter):
+        """CELLS: [(config name, threads, rate)]; ATTACHED(name): a tracer
+        attaches; LOOP_S(name, threads, ns_per_call): the loop's seconds of
+        one timed run as the runner will size it; WARMUP_ITER: a warm-up's
+        calls per thread."""
+        self.args, self.cells, self.attached, self.loop_s = args, cells, attached, loop_s
+        self.warmup_iter = warmup_iter
+        self.cache = load()
+        self.known = 0
+        self.spent = self.planned_spent = 0.0
+
+    def costs(self, name, threads):
+        """(seconds beyond the loop, ns per call) for a cell, cached or guessed."""
+        c = self.cache.get(name, {})
+        t = c.get("ns_per_call", {}).get(str(threads))
+        guess = GUESS[self.attached(name)]
+        return (c.get("extra_s", guess[0]), t if t is not None else guess[1])
+
+    def run_s(self, name, threads, rate, warm_up=False):
+        extra, ns = self.costs(name, threads)
+        if rate != TIGHT:
+            return extra + self.args.duration
+        return extra + (self.warmup_iter * ns / 1e9 if warm_up
+                        else self.loop_s(name, threads, ns))
+
+    def warm_ups(self):
+        return [] if self.args.quick else [(n, t, r) for n, t, r in self.cells if r == TIGHT]
+
+    def runs(self, n):
+        return n * sum(self.run_s(*c) for c in self.cells)
+
+    def line(self, low, high):
+        """The plan in one line: LOW..HIGH runs a cell."""
+        w = sum(self.run_s(*c, warm_up=True) for c in self.warm_ups())
+        ncells = len(self.cells)
+        names = len({c[0] for c in self.cells})
+        runs = f"{low} runs" if low == high else f"{low}..{high} runs (until PRECISION)"
+        est = w + self.runs(low)
+        self.total = est
+        span = fmt_s(est) if low == high else f"{fmt_s(est)}..{fmt_s(w + self.runs(high))}"
+        seen = sum(1 for n, t, _ in self.cells if str(t) in
+                   self.cache.get(n, {}).get("ns_per_call", {}))
+        src = ("from timings this machine measured before (build/timings.json)" if seen == ncells
+               else f"{seen} of the {ncells} cells timed before on this machine, "
+                    "the rest guessed")
+        over = sorted({t for _, t, _ in self.cells if t > cpus()})
+        sliced = (f"; THREADS {','.join(map(str, over))} exceed the {cpus()} CPUs: "
+                  "time-sliced, another experiment (flagged in the report)") if over else ""
+        return (f"run: plan: {ncells} cells ({names} configurations x THREADS="
+                f"{','.join(map(str, sorted({c[1] for c in self.cells})))}), "
+                f"{len(self.warm_ups())} warm-ups, {runs} each: about {span}, {src}{sliced}")
+
+    def done(self, planned_s, real_s):
+        """A run that was planned to take PLANNED_S took REAL_S."""
+        self.planned_spent += planned_s
+        self.spent += real_s
+
+    def eta(self, left_s):
+        """LEFT_S planned seconds left, corrected by how the runs so far
+        compared with their plan."""
+        k = self.spent / self.planned_spent if self.planned_spent else 1.0
+        return fmt_s(left_s * k)
+
+    def learn(self, rows):
+        """Updates the cache from this matrix's rows (dicts with _elapsed
+        and _max_thread_wall_ns) and writes it."""
+        per = {}
+        for r in rows:
+            if "_max_thread_wall_ns" not in r or not r.get("iterations") or r.get("rate") != TIGHT:
+                continue
+            e = per.setdefault(r["config"], {"extra": [], "ns": {}})
+            loop = r["_max_thread_wall_ns"] / 1e9
+            e["extra"].append(max(0.0, r["_elapsed"] - loop))
+            e["ns"].setdefault(str(r["threads"]), []).append(
+                r["_max_thread_wall_ns"] / r["iterations"])
+        for name, e in per.items():
+            c = self.cache.setdefault(name, {})
+            c["extra_s"] = round(sorted(e["extra"])[len(e["extra"]) // 2], 4)
+            nsp = c.setdefault("ns_per_call", {})
+            for t, v in e["ns"].items():
+                nsp[t] = round(sorted(v)[len(v) // 2], 4)
+        try:
+            tmp = CACHE + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(self.cache, f, indent=1, sort_keys=True)
+            os.replace(tmp, CACHE)
+        except OSError:
+            pass  # a cache only: the next plan guesses
