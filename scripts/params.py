@@ -165,11 +165,11 @@ PARAMS = [
     Param("MAX_RUNS", int_in("MAX_RUNS", 2, 1000), 10,
           "the most runs of a cell, however wide its interval (without RUNS)"),
     Param("PRECISION", number_in("PRECISION", 0.001, 1, "a fraction"), 0.1,
-          "a traced cell stops when its overhead's 95% interval is within +-PRECISION of "
-          "the mean (0.1: +-10%)"),
+          "a cell stops when its overhead's 95% interval is within +-PRECISION of the mean "
+          "(0.1: +-10%) or within +-PRECISION_NS"),
     Param("PRECISION_NS", number_in("PRECISION_NS", 0.001, 1000000, "ns"), 0.5,
-          "a cell with nothing attached (idle-*) stops when its overhead's 95% interval is "
-          "within +-PRECISION_NS (its unit: ns, or instructions in a lab guest)"),
+          "... or within +-PRECISION_NS (for a cost near 0: an idle marker; the unit is the "
+          "run's: ns, or instructions in a lab guest)"),
     Param("CONFIGS", parse_configs, None, "names or patterns, comma-separated (make configs)",
           "all"),
     Param("QUICK", flag01("QUICK"), False, "1: a fast smoke run: ITER=100000 RUNS=1 "

@@ -500,8 +500,8 @@ class Cells:
                 return (f"after {len(mine)} runs: every other cell at {n} thread{'s' * (n != 1)} "
                         "had stopped")
             return f"MAX_RUNS={a.max_runs} reached" if len(mine) >= a.max_runs else ""
-        done, why = settle(mine, self.rows.get(base, []), tracers.get(c.tracer).attaches,
-                           a.min_runs, a.max_runs, a.precision, a.precision_ns)
+        done, why = settle(mine, self.rows.get(base, []), a.min_runs, a.max_runs, a.precision,
+                           a.precision_ns)
         return why if done else ""
 
     def left(self, rep, this):

@@ -18,6 +18,8 @@ from record import LOSSLESS, MEASURED, num, paced_rate, split_ns as ints
 BASELINE = "baseline"
 NOISY_CV = 0.10  # a cell whose per-event times vary more than this is flagged
 KEPT_PACE = 0.95  # a paced cell whose threads reached less of their rate fell behind
+# Statuses that are a finding about the probe rather than a cost to quote.
+VERDICTS = {"mismatch", "corrupted"}
 
 # Two-sided 95% critical values of Student's t, by degrees of freedom.
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
@@ -125,15 +127,17 @@ def overhead(cell, base):
     }
 
 
-def settle(rows, base_rows, attached, min_runs, max_runs, precision, precision_ns):
+def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns):
     """(stop?, why) for a cell whose timed runs so far are ROWS, its
     baseline's at the same thread count BASE_ROWS: stop once it has run
     MIN_RUNS times and its overhead's 95% interval is within +-PRECISION
-    of the mean (a traced cell: ATTACHED) or within +-PRECISION_NS (a cell
-    with nothing attached, whose overhead may be 0), or at MAX_RUNS
-    whatever the interval.  Without a baseline the cell's own per-event
-    time is judged instead.  A cell none of whose runs measured anything
-    stops at MIN_RUNS."""
+    of the mean or within +-PRECISION_NS (so a cost near 0, an idle marker
+    or a probe that never fires, can settle too), or at MAX_RUNS whatever
+    the interval.  A cell whose every run was a verdict (mismatch,
+    corrupted) stops at MIN_RUNS: more runs would not make its cost one
+    to quote.  Without a baseline the cell's own per-event time is judged
+    instead.  A cell none of whose runs measured anything stops at
+    MIN_RUNS."""
     n = len(rows)
     measured = [r for r in rows if r["status"] in MEASURED]
     base = [r for r in base_rows if r["status"] in MEASURED]
@@ -141,6 +145,9 @@ def settle(rows, base_rows, attached, min_runs, max_runs, precision, precision_n
         return False, f"{n} of MIN_RUNS={min_runs}"
     if not measured:
         return True, f"none of {n} runs measured anything"
+    verdicts = {r["status"] for r in measured}
+    if verdicts <= VERDICTS and len(measured) == n:
+        return True, f"{'/'.join(sorted(verdicts))} in all {n} runs: a verdict, not a cost"
     cell = cell_stats(measured)
     if base and rows is not base_rows:
         o = overhead(cell, cell_stats(base))
@@ -148,16 +155,13 @@ def settle(rows, base_rows, attached, min_runs, max_runs, precision, precision_n
     else:
         m, lo, hi = mean_ci(list(cell["per_rep_ns"].values()))
     unit = measured[0].get("unit") or "ns"
+    target = f"PRECISION={precision:g} of the mean or PRECISION_NS={precision_ns:g}"
     if lo is None:
         text, ok = "no interval yet", False
-    elif attached:
-        rel = (hi - lo) / 2 / abs(m) if m else math.inf
-        text, ok = f"+-{rel:.1%} of the mean", rel <= precision
-        target = f"PRECISION={precision:g}"
     else:
         half = (hi - lo) / 2
-        text, ok = f"+-{half:.3g} {unit}", half <= precision_ns
-        target = f"PRECISION_NS={precision_ns:g}"
+        text = f"+-{half:.3g} {unit}" + (f", {half / abs(m):.1%} of the mean" if m else "")
+        ok = half <= max(precision * abs(m), precision_ns)
     if ok:
         return True, f"precise after {n} runs: {text} (within {target})"
     if n >= max_runs:

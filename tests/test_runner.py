@@ -674,9 +674,8 @@ class Adaptive(StateTest):
             mine = so_far.setdefault(row["config"], [])
             mine.append(row)
             if row["config"] != "baseline":
-                done, why = stats.settle(mine, so_far.get("baseline", []),
-                                         row["tracer"] != "none", a.min_runs, a.max_runs,
-                                         a.precision, a.precision_ns)
+                done, why = stats.settle(mine, so_far.get("baseline", []), a.min_runs,
+                                         a.max_runs, a.precision, a.precision_ns)
                 self.assertEqual(row["stopped"], why if done else "", row)
         for name, mine in so_far.items():
             with self.subTest(config=name):
