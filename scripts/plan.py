@@ -70,15 +70,24 @@ class Plan:
     def runs(self, n):
         return n * sum(self.run_s(*c) for c in self.cells)
 
+    def expected(self, low, high):
+        """Seconds of timed runs if each cell runs as many times as it did
+        the last time here (LOW where never), within LOW..HIGH."""
+        return sum(self.run_s(*c) * min(high, max(low, self.cache.get(c[0], {})
+                                                  .get("runs", {}).get(str(c[1]), low)))
+                   for c in self.cells)
+
     def line(self, low, high):
         """The plan in one line: LOW..HIGH runs a cell."""
         w = sum(self.run_s(*c, warm_up=True) for c in self.warm_ups())
         ncells = len(self.cells)
         names = len({c[0] for c in self.cells})
         runs = f"{low} runs" if low == high else f"{low}..{high} runs (until PRECISION)"
-        est = w + self.runs(low)
+        est = w + self.expected(low, high)
         self.total = est
-        span = fmt_s(est) if low == high else f"{fmt_s(est)}..{fmt_s(w + self.runs(high))}"
+        span = (fmt_s(est) if low == high else
+                f"{fmt_s(est)} (at least {fmt_s(w + self.runs(low))}, at most "
+                f"{fmt_s(w + self.runs(high))})")
         seen = sum(1 for n, t, _ in self.cells if str(t) in
                    self.cache.get(n, {}).get("ns_per_call", {}))
         src = ("from timings this machine measured before (build/timings.json)" if seen == ncells
@@ -104,9 +113,14 @@ class Plan:
 
     def learn(self, rows):
         """Updates the cache from this matrix's rows (dicts with _elapsed
-        and _max_thread_wall_ns) and writes it."""
-        per = {}
+        and _max_thread_wall_ns): per configuration the seconds a run takes
+        beyond its loop, and per thread count its ns per call and how many
+        timed runs it made; and writes it."""
+        per, runs = {}, {}
         for r in rows:
+            if self.args.runs is None and (r.get("rep") or 0) >= 1 and r.get("rate") == TIGHT:
+                key = (r["config"], str(r["threads"]))
+                runs[key] = runs.get(key, 0) + 1
             if "_max_thread_wall_ns" not in r or not r.get("iterations") or r.get("rate") != TIGHT:
                 continue
             e = per.setdefault(r["config"], {"extra": [], "ns": {}})
@@ -114,6 +128,8 @@ class Plan:
             e["extra"].append(max(0.0, r["_elapsed"] - loop))
             e["ns"].setdefault(str(r["threads"]), []).append(
                 r["_max_thread_wall_ns"] / r["iterations"])
+        for (name, t), n in runs.items():
+            self.cache.setdefault(name, {}).setdefault("runs", {})[t] = n
         for name, e in per.items():
             c = self.cache.setdefault(name, {})
             c["extra_s"] = round(sorted(e["extra"])[len(e["extra"]) // 2], 4)

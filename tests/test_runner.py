@@ -662,7 +662,7 @@ class Adaptive(StateTest):
             rows, _, _ = record.load(folder)
         self.assertRegex(r.stderr, r"run: plan: 3 cells \(3 configurations x THREADS=1\), "
                                    r"3 warm-ups, 2\.\.5 runs \(until PRECISION\) each: about "
-                                   r"\d+s\.\.\d+s")
+                                   r"\d+s \(at least \d+s, at most \d+s\)")
         self.assertRegex(r.stderr, r"\[warm-up 1/3, ETA \d+s\]")
         self.assertRegex(r.stderr, r"run: \d+ runs and 3 warm-ups in \d+s; the plan said about")
         # Each decision replayed from runs.csv, whose rows are in the order
