@@ -668,9 +668,17 @@ class Errors(unittest.TestCase):
                 self.assertTrue(os.path.exists(os.path.join(tmp, f"compare-{n1}-{n2}",
                                                             "report.md")))
                 table = r.stdout[r.stdout.index("# Comparison"):]
-                ratio = {ln.split("|")[2].strip(): ln.split("|")[-2].strip()
+                ratio = {ln.split("|")[2].strip(): ln.split("|")[5].strip()
                          for ln in table.splitlines() if ln.startswith("| ftrace-sdt ")}
                 self.assertEqual(ratio, {"1": want, "2": "1.00", "3": "1.00"})
+                # Interval half-widths: ftrace-sdt at 2 threads, the same in
+                # both: per-repetition differences 8.05-1.005, 8.1-1.01,
+                # 8.15-1.015 = 7.045, 7.09, 7.135 ns; sd 0.045, half-width
+                # 4.303 x 0.045 / sqrt(3) = 0.1118 ns, 1.6% of 7.09.
+                width = {ln.split("|")[2].strip(): ln.split("|")[-2].strip()
+                         for ln in table.splitlines() if ln.startswith("| ftrace-sdt ")}
+                self.assertEqual(width["2"], "1.6%")
+                self.assertIn("Median 95% half-width of the overhead over the", table)
 
 
 if __name__ == "__main__":
