@@ -57,7 +57,7 @@ def markdown(a, meta, warnings, folder, p=None, rows=(), made=()):
         if lab.get("accel") != "kvm":  # emulated times are not shown beside anything
             return "\n".join(lines) + "\n"
     if a["cells"] or not (p and p["cells"]):
-        lines += tight_markdown(a)
+        lines += tight_markdown(a, env)
     if p and p["cells"]:
         lines += paced_markdown(p)
         if not a["cells"]:  # else tight_markdown said them

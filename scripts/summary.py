@@ -9,6 +9,7 @@ and where the full report and plots are.  Nothing to run on its own.
 import os
 
 import configs
+import kernel
 from record import STATUSES
 from stats import BASELINE
 from tables import (Y2011_CONFIGS, f_overhead, f_rate, f_x, failure_groups, normalise, reading,
@@ -94,8 +95,9 @@ def cost_rows(a):
     return head, rows, words
 
 
-def site_lines(a):
-    """One line per verdict that matters and site: which tracers."""
+def site_lines(a, meta=None):
+    """One line per verdict that matters and site: which tracers; and
+    each site that contradicts what this kernel was expected to do."""
     out = {}
     for s in a.get("sites", []):
         if s["verdict"] in ("UNSAFE", "NEVER FIRES"):
@@ -111,6 +113,11 @@ def site_lines(a):
                    if s["verdict"] == "safe"} - {site for _, site in out})
     if safe:
         lines.append(f"- safe under every tracer tried: {', '.join(safe)}")
+    for s in a.get("sites", []):
+        diff = kernel.check(meta, s)
+        if diff:
+            lines.append(f"- **NOT AS EXPECTED** on this kernel ({kernel.answer(meta)}): "
+                         f"{s['config']} at {s['threads']} thread(s): {diff}")
     return lines
 
 
@@ -154,9 +161,10 @@ def answers(a, p, rows, meta, folder, plots=(), terminal=False):
             lines += [""] + [f"- {w}" for w in words] if words else []
         elif not a["has_baseline"]:
             lines.append(f"No `{BASELINE}` rows: no overhead can be computed.")
-        sites = site_lines(a)
+        sites = site_lines(a, env)
         if sites:
-            lines += ["", "Probe sites on this kernel (red-zone canary):", ""] + sites
+            lines += ["", "Probe sites on this kernel (red-zone canary; the uprobe syscall "
+                      f"answered {kernel.answer(env)}):", ""] + sites
         if a["has_baseline"]:
             lines += ["", "The 2011 post beside today (10M calls, 1 thread, scaled):", ""]
             lines.append(table(["probe", "2011", "today", "today's configuration"],

@@ -10,6 +10,7 @@ import os
 import re
 
 import configs
+import kernel
 from stats import BASELINE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -296,24 +297,47 @@ def canary(build):
     return bool(b and b.canary)
 
 
-def sites_table(a):
+def as_expected(meta, s):
+    """`yes`, `**NO**: what differs` or `-` (no expectation here)."""
+    diff = kernel.check(meta, s)
+    return "-" if diff is None else "yes" if not diff else f"**NO**: {diff}"
+
+
+def expectation(meta):
+    """What this kernel is expected to do at each site, said before the
+    sites are measured (kernel.py), as lines of Markdown."""
+    u = (meta or {}).get("uprobe_optimisation") or {}
+    lines = [f"This kernel answered the uprobe syscall with {kernel.answer(meta)}"
+             + (f": {u['meaning']}." if u.get("meaning") else ".")]
+    rows = kernel.table(meta)
+    if rows:
+        lines += ["Expected at each site, before measuring (kernel.py):", "",
+                  table(["site", "expected path", "expected verdict"], rows)]
+    else:
+        lines.append("No expectation is known for that answer: each site is only measured.")
+    return lines
+
+
+def sites_table(a, meta=None):
     """The probe-site table, its corrupted/calls column only where a
-    canary ran in some row."""
+    canary ran in some row, each site marked as this kernel was expected
+    to behave there or not."""
     sites = a.get("sites", [])
     with_canary = any(canary(s["build"]) for s in sites)
     head = ["config", "build (site)", "probe", "tracer", "threads", "overhead [ns/event]"] + (
-        ["corrupted/calls"] if with_canary else []) + ["path fired", "safe on this kernel?"]
+        ["corrupted/calls"] if with_canary else []) + ["path fired", "safe on this kernel?",
+                                                       "as expected?"]
     rows = []
     for s in sites:
         rows.append([s["config"], s["build"], s["probe"], s["tracer"], s["threads"],
                      f_ns(s["ns_per_event"])]
                     + ([f"{s['corrupted']:,}/{s['calls']:,}" if canary(s["build"]) else "-"]
                        if with_canary else [])
-                    + [s["path"] or "-", bold(s["verdict"])])
+                    + [s["path"] or "-", bold(s["verdict"]), as_expected(meta, s)])
     return table(head, rows)
 
 
-def tight_markdown(a):
+def tight_markdown(a, meta=None):
     """The tight-loop detail (RATE=max, the default)."""
     notes = Notes()
     lines = ["", "## Overhead per event", "",
@@ -336,7 +360,8 @@ def tight_markdown(a):
                        scaling_rows(a)))
     if a.get("sites"):
         lines += ["", "## Probe sites: cost, safety and the path taken", "", SITES_NOTE, ""]
-        lines.append(sites_table(a))
+        lines += expectation(meta) + [""]
+        lines.append(sites_table(a, meta))
     lines += ["", "## The 2011 figures beside today's", "",
               "2011: SystemTap 1.3, Fedora 14, Core 2 Duo P8600, utrace, `stap -F` "
               "(shared/seeds/003).  Today's runs are scaled to 10M calls at 1 thread.", ""]

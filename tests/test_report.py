@@ -457,13 +457,47 @@ class Sites(unittest.TestCase):
         got = {ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[1:-1]]
                for ln in md.splitlines() if ln.startswith("| site-") and "marker" in ln}
         self.assertEqual(got["site-b"], ["site-b", "sdt-nop5-canary", "marker", "ftrace", "1",
-                                         "699", "1,998/2,000", "optimised: x", "**UNSAFE**"])
+                                         "699", "1,998/2,000", "optimised: x", "**UNSAFE**",
+                                         "-"])  # no meta here: no expectation
         # No canary in sdt-nop5: its 0 corrupted would say "checked, clean".
         self.assertEqual(got["site-d"][6], "-")
         # The answers name both verdicts, with the corrupted count.
         self.assertIn("- **UNSAFE**: the sdt-nop5 site under ftrace (1,998 of 2,000 calls "
                       "corrupted)", md)
         self.assertIn("- **NEVER FIRES**: the sdt-nop10-at1 site under ftrace", md)
+
+    def test_kernel_expectation(self):
+        """Before the site table, what this kernel is expected to do at each
+        site (from its uprobe-syscall answer, kernel.py); each measured
+        site then says whether it did.  These rows are what 6.18 (ENXIO)
+        does: all as expected there; on a 7.2 kernel (EPROTO) the nop5
+        site's optimised UNSAFE call and the nop10 probe that never fired
+        would both be findings; an answer no known kernel gives has no
+        expectation."""
+        def marks(errno):
+            meta = {"uprobe_optimisation": {"errno": errno, "meaning": "m"}}
+            md = report.markdown(self.a, meta, [], "/x", rows=self.rows)
+            return md, {ln.split("|")[1].strip(): ln.split("|")[-2].strip()
+                        for ln in md.splitlines() if ln.startswith("| site-")
+                        and "marker" in ln}
+        md, got = marks("ENXIO")
+        self.assertIn("This kernel answered the uprobe syscall with ENXIO: m.", md)
+        self.assertIn("| sdt-nop5      | optimised     | UNSAFE           |", md)
+        self.assertEqual(got, {"site-a": "yes", "site-b": "yes", "site-c": "yes",
+                               "site-d": "yes", "site-e": "yes"})
+        self.assertNotIn("NOT AS EXPECTED", md)
+        md, got = marks("EPROTO")
+        self.assertEqual(got["site-b"], "**NO**: path optimised, expected trap; UNSAFE, "
+                                        "expected safe")
+        self.assertEqual(got["site-c"], "**NO**: path none, expected optimised; NEVER FIRES, "
+                                        "expected safe")
+        self.assertEqual(got["site-d"], "**NO**: path optimised, expected trap")
+        self.assertEqual((got["site-a"], got["site-e"]), ("yes", "yes"))
+        self.assertIn("- **NOT AS EXPECTED** on this kernel (EPROTO): site-b at 1 thread(s): "
+                      "path optimised, expected trap; UNSAFE, expected safe", md)
+        md, got = marks("EFAULT")
+        self.assertEqual(set(got.values()), {"-"})
+        self.assertIn("No expectation is known for that answer", md)
 
     def test_site_table_without_canary(self):
         """Where no canary ran at all, the column is not there."""
