@@ -527,7 +527,6 @@ def matrix(kit, args, runnable):
     t0 = time.monotonic()
     sizing, all_rows = {}, []
     tight = [(c, n) for c, n, r in cells if r == TIGHT]
-    runs_s = lambda k: sum(plan.run_s(c.name, n, r) for c, n, r in cells) * k  # noqa: E731
     if not args.quick:
         kit.calib_iter = min(args.iter, WARMUP_ITER)
         for i, (c, n) in enumerate(tight):
@@ -536,7 +535,7 @@ def matrix(kit, args, runnable):
             planned = plan.run_s(c.name, n, TIGHT, warm_up=True)
             t = time.monotonic()
             it, how, rows = warm_up(kit, args, c, n, f"{i + 1}/{len(tight)}, ETA "
-                                    f"{plan.eta(left + runs_s(state.low))}")
+                                    f"{plan.eta(left + plan.expected(state.low, state.high))}")
             plan.done(planned, time.monotonic() - t)
             sizing[(c.name, n)] = (it, how)
             all_rows += rows
