@@ -218,7 +218,9 @@ def parse_args(argv, extra=()):
         # the flag's error.
         shown = par.default if par.shown is None else par.shown
         p.add_argument(par.flag, type=par.parse, default=os.environ.get(par.name),
-                       metavar=par.name, help=f"{par.help} (default {shown})")
+                       metavar=par.name,
+                       # argparse formats help with %: a literal one is doubled
+                       help=f"{par.help} (default {shown})".replace("%", "%%"))
     p.add_argument("--results", default=os.path.join(ROOT, "results"), metavar="DIR",
                    help="where the results folder is made (default results/)")
     p.add_argument("--no-report", action="store_true", help="do not run scripts/report.py")

@@ -252,6 +252,16 @@ class BadInput(StateTest):
         self.assertFalse(os.path.exists(os.path.join(ROOT, "x")))
         self.assertEqual(sorted(os.listdir(os.path.join(ROOT, "results"))), before)
 
+    def test_help(self):
+        """--help lists every variable (argparse formats help text with %;
+        a bare one in a variable's help broke it, and newer Pythons refuse
+        it when the parser is built, as the lab's guest did)."""
+        r = kit(["--help"], "/nonexistent")
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        for name in ("PRECISION", "PRECISION_NS", "MIN_RUNS", "MAX_RUNS", "STAP_RUNTIME"):
+            self.assertIn(name, r.stdout)
+        self.assertIn("95% interval", r.stdout)
+
     def test_list(self):
         r = kit(["--list"], "/nonexistent")
         self.assertEqual(r.returncode, 0)
