@@ -9,6 +9,7 @@ a timestamp and the argument), mode (tracer-specific), script (stap),
 expect (all events, none, or unverifiable), overwrite (a flight
 recorder), and a one-line description.
 """
+import functools
 import os
 from dataclasses import dataclass
 
@@ -32,9 +33,10 @@ class Build:
         return "canary" in self.header.split("+")
 
 
+@functools.lru_cache(maxsize=None)
 def builds():
     """{name: Build} from src/builds.tsv (its header says the columns),
-    in the table's order, baseline first."""
+    in the table's order, baseline first; read once (do not change it)."""
     out = {}
     with open(BUILD_TABLE) as f:
         for line in f:

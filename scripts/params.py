@@ -23,6 +23,7 @@ MAX_THREADS = 1024  # as in src/benchmark.c
 MAX_ITER = 10 ** 12  # as in src/benchmark.c
 MAX_RATE = 10 ** 9  # calls/s per thread, as in src/benchmark.c
 TIGHT = "max"  # the rate of today's tight loop
+MAX_RUNS = 1000  # the most runs of a cell RUNS, MIN_RUNS and MAX_RUNS allow
 DEFAULT_TIME_LIMIT = 600  # s, for a run whose cell has no warm-up estimate
 TIME_LIMIT_MARGIN = 120  # s added to 10x the warm-up estimate: tracer start and end
 
@@ -158,11 +159,11 @@ class Param:
 PARAMS = [
     Param("THREADS", parse_threads, None, "thread counts: 1..8, 1,2,4,8 or 4", "1..CPUs"),
     Param("ITER", int_in("ITER", 1, MAX_ITER), 10000000, "calls per thread"),
-    Param("RUNS", int_in("RUNS", 1, 1000), None, "exactly this many runs of each cell (not "
+    Param("RUNS", int_in("RUNS", 1, MAX_RUNS), None, "exactly this many runs of each cell (not "
           "given: each cell runs until its interval reaches PRECISION, MIN_RUNS..MAX_RUNS "
           "times)", "adaptive"),
-    Param("MIN_RUNS", int_in("MIN_RUNS", 2, 1000), 3, "the fewest runs of a cell (without RUNS)"),
-    Param("MAX_RUNS", int_in("MAX_RUNS", 2, 1000), 10,
+    Param("MIN_RUNS", int_in("MIN_RUNS", 2, MAX_RUNS), 3, "the fewest runs of a cell (without RUNS)"),
+    Param("MAX_RUNS", int_in("MAX_RUNS", 2, MAX_RUNS), 10,
           "the most runs of a cell, however wide its interval (without RUNS)"),
     Param("PRECISION", number_in("PRECISION", 0.001, 1, "a fraction"), 0.1,
           "a cell stops when its overhead's 95% interval is within +-PRECISION of the mean "
@@ -236,7 +237,7 @@ def parse_args(argv, extra=()):
                     else par.default)
     if a.max_runs < a.min_runs:
         p.error(f"argument --max-runs: MAX_RUNS '{a.max_runs}' is not allowed: want a whole "
-                f"number in {a.min_runs}..1000 (at least MIN_RUNS)")
+                f"number in {a.min_runs}..{MAX_RUNS} (at least MIN_RUNS)")
     ncpu = cpus()
     a.threads = a.threads or list(range(1, (min(2, ncpu) if quick else ncpu) + 1))
     if a.seed is None:

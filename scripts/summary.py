@@ -22,7 +22,7 @@ IDLE = "idle-sdt"  # the question "is an unused marker free?"
 
 
 def expects_events(name):
-    c = next((c for c in configs.CONFIGS if c.name == name), None)
+    c = configs.BY_NAME.get(name)
     return c is None or c.expect == "all"
 
 
