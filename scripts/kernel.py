@@ -44,6 +44,11 @@ def site_of(build):
     return next((k for k in EXPECT if k in builds and builds[k].site == b.site), None)
 
 
+def site_name(build):
+    """BUILD's marker site as site_of() names it, else the build's name."""
+    return site_of(build) or build
+
+
 def answer(meta):
     """The uprobe syscall's answer a run recorded ('unknown' if none)."""
     return ((meta or {}).get("uprobe_optimisation") or {}).get("errno") or "unknown"

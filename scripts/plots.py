@@ -11,6 +11,7 @@ python3-matplotlib); report.py calls it.
 import math
 import os
 
+import kernel
 from stats import BASELINE, config_rank
 from tables import f_ns, f_overhead, normalise, undetectable
 
@@ -240,7 +241,7 @@ def plot_sites(plt, a, cells, threads, folder):
              and s["build"].endswith("-canary")]
     if not sites:
         return None, {}
-    names = list(dict.fromkeys(s["build"].removesuffix("-canary") for s in sites))
+    names = list(dict.fromkeys(kernel.site_name(s["build"]) for s in sites))
     tracers = list(dict.fromkeys(s["tracer"] for s in sites))
     fig, ax = plt.subplots(figsize=(max(7, 1.8 * len(names) * len(tracers) ** 0.5), 4.8))
     w = 0.8 / len(tracers)
@@ -248,7 +249,7 @@ def plot_sites(plt, a, cells, threads, folder):
     for j, tr in enumerate(tracers):
         for i, n in enumerate(names):
             s = next((s for s in sites if s["tracer"] == tr
-                      and s["build"].removesuffix("-canary") == n), None)
+                      and kernel.site_name(s["build"]) == n), None)
             if s is None:
                 continue
             x = i + (j - (len(tracers) - 1) / 2) * w

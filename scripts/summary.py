@@ -49,7 +49,7 @@ def cost_cell(c):
 def unsafe_sites(a):
     """Builds whose site the canary or the count found UNSAFE or NEVER
     FIRES here (the -canary build's verdict holds for its plain twin)."""
-    return {s["build"].removesuffix("-canary") for s in a.get("sites", [])
+    return {kernel.site_name(s["build"]) for s in a.get("sites", [])
             if s["verdict"] in ("UNSAFE", "NEVER FIRES")}
 
 
@@ -66,7 +66,7 @@ def cost_rows(a):
         picks.append(IDLE)
     for tracer in dict.fromkeys(c["tracer"] for c in a["cells"] if c["tracer"] not in ("none", "")):
         ok = [c for c in a["cells"] if c["tracer"] == tracer and c["threads"] == 1
-              and quotable(c) and c["build"].removesuffix("-canary") not in bad]
+              and quotable(c) and kernel.site_name(c["build"]) not in bad]
         if ok:
             picks.append(min(ok, key=lambda c: c["overhead"]["mean_ns"])["config"])
         elif tracer != "stap":  # SystemTap's rows follow in any case
@@ -101,7 +101,7 @@ def site_lines(a, meta=None):
     out = {}
     for s in a.get("sites", []):
         if s["verdict"] in ("UNSAFE", "NEVER FIRES"):
-            site = s["build"].removesuffix("-canary")
+            site = kernel.site_name(s["build"])
             out.setdefault((s["verdict"], site), {}).setdefault(s["tracer"], s)
     lines = []
     for (verdict, site), tracers in out.items():
@@ -109,7 +109,7 @@ def site_lines(a, meta=None):
         extra = (f" ({sum(s['corrupted'] for s in bad):,} of {sum(s['calls'] for s in bad):,} "
                  "calls corrupted)") if bad else ""
         lines.append(f"- **{verdict}**: the {site} site under {', '.join(tracers)}{extra}")
-    safe = sorted({s["build"].removesuffix("-canary") for s in a.get("sites", [])
+    safe = sorted({kernel.site_name(s["build"]) for s in a.get("sites", [])
                    if s["verdict"] == "safe"} - {site for _, site in out})
     if safe:
         lines.append(f"- safe under every tracer tried: {', '.join(safe)}")
