@@ -80,18 +80,24 @@ build/probes.o: probes.d | build
 
 # build/site-BUILD/sys/sdt.h: sys/sdt.h with the probe site's `nop` made
 # the build's site bytes, spelt as .byte because gas would shorten a long
-# nop; bytes before a | go before the probe's label (its address).  Each
-# sed must change exactly one line, or the build stops.
+# nop; bytes before a | go before the probe's label (its address); a
+# leading ^ jumps over padding that puts the 5th byte of the probe's
+# bytes at a 4 KiB page's start (.p2align and .skip, commas being out of
+# reach inside sdt.h's macros).  Each sed must change exactly one line,
+# or the build stops.
 SDT_H = $(shell printf '\043include <sys/sdt.h>\n' | $(CC) -M -x c - 2>/dev/null | tr ' \\' '\n\n' | grep '/sys/sdt\.h$$')
 byte_list = sed 's/../.byte 0x&; /g; s/; $$//'
 build/site-%/sys/sdt.h: $(BUILD_TABLE)
 	@$(if $(Q),echo "  GEN     $@")
 	$(Q)mkdir -p $(@D) && src=$(SDT_H); test -n "$$src" || { echo "make: no sys/sdt.h (Debian package systemtap-sdt-dev)" >&2; exit 1; }; \
-	spec='$(call field,$*,4)'; case "$$spec" in *'|'*) pre=$${spec%%|*};; *) pre=;; esac; \
+	spec='$(call field,$*,4)'; page=; case "$$spec" in ^*) page=1; spec=$${spec#^};; esac; \
+	case "$$spec" in *'|'*) pre=$${spec%%|*};; *) pre=;; esac; \
 	post=$$(echo "$${spec#*|}" | $(byte_list)); \
+	prebytes=$${pre:+$$(echo $$pre | $(byte_list))}; \
+	if [ -n "$$page" ]; then prebytes="jmp 996f; .p2align 12; .skip $$((4092 - $${#pre} / 2)); 996: $$prebytes"; pre=page; fi; \
 	cp "$$(dirname "$$src")/sdt-config.h" $(@D)/ && \
 	sed -e "s/^#define _SDT_NOP\tnop$$/#define _SDT_NOP\t$$post/" \
-	    $${pre:+-e "s/_SDT_ASM_1(990:\t_SDT_NOP)/_SDT_ASM_1($$(echo $$pre | $(byte_list)); 990:\t_SDT_NOP)/"} \
+	    $${pre:+-e "s/_SDT_ASM_1(990:\t_SDT_NOP)/_SDT_ASM_1($$prebytes; 990:\t_SDT_NOP)/"} \
 	    "$$src" > $@ && \
 	test "$$(diff "$$src" $@ | grep -c '^>')" = "$$(( $${pre:+1} + 1 ))" || { echo "make: could not make the site $$spec in $$src" >&2; exit 1; }
 

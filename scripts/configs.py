@@ -7,7 +7,8 @@ marker with its semaphore raised, marker with the semaphore left off, or
 an LTTng-UST tracepoint), action (what the probe does: nothing, count only, or record
 a timestamp and the argument), mode (tracer-specific), script (stap),
 expect (all events, none, or unverifiable), overwrite (a flight
-recorder), and a one-line description.
+recorder), attach (the order of probe and target, ATTACH below) and a
+one-line description.
 """
 import functools
 import os
@@ -59,11 +60,28 @@ class Config:
     script: str = ""
     expect: str = "all"  # all: threads x iterations events; none: 0 events
     overwrite: bool = False  # a flight recorder keeps only the newest events
+    attach: str = "before"  # a key of ATTACH
     description: str = ""
 
 
-# The marker sites the canary runs check (each has a BUILD-canary build).
+# The orders of probe and target.  Only a back-end that attaches by
+# itself, without wrapping the target's command (ftrace), can attach to a
+# process that is already running.
+FORK_CALLS = 1000  # --fork: the parent's calls, which the probe sees as well
+ATTACH = {
+    "before": "the probe is attached, then the target starts (every other row)",
+    "running": "the target starts, maps its binary and holds its threads at their start "
+               "gate (--hold); the probe is attached to it; then the threads are released",
+    "fork": f"the probe is attached; the target calls single_trace() {FORK_CALLS} times (a probe "
+            "optimised on its first hit is then optimised), forks, and its child is measured",
+}
+
+
+# The marker sites the canary runs check (each has a BUILD-canary build);
+# PAGE_SITES only with ftrace (they differ from their kin only where a
+# kernel optimises the 10-byte nop).
 SITES = ("sdt", "sdt-nop5", "sdt-nop10", "sdt-nop10-at1")
+PAGE_SITES = ("sdt-nop10-at1-page",)
 
 C = Config
 CONFIGS = [
@@ -166,6 +184,17 @@ CONFIGS = [
       for t, mode, what in (("ftrace", "", "uprobe_events probe"),
                             ("bpftrace", "", "usdt { count }"),
                             ("perf", "stat", "perf probe + perf stat"))],
+    *[C(f"site-{site}-ftrace", f"{site}-canary", "ftrace", "marker", "count",
+        description=f"uprobe_events probe on the {site} site (its 10-byte nop across a 4 KiB "
+        "page), red-zone canary checked")
+      for site in PAGE_SITES],
+    # The same sites in the other orders (ATTACH): attached to a running
+    # target, and in a child forked after the probe fired.
+    *[C(f"site-{site}-ftrace-{order}", f"{site}-canary", "ftrace", "marker", "count",
+        attach=order, description=f"uprobe_events probe on the {site} site, "
+        + ("attached to the running target" if order == "running" else
+           f"in a child forked after {FORK_CALLS} calls") + ", red-zone canary checked")
+      for order in ("running", "fork") for site in SITES + PAGE_SITES],
 ]
 
 BY_NAME = {c.name: c for c in CONFIGS}

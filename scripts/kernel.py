@@ -13,24 +13,61 @@ and from upstream's history, measured by this kit on 6.1, 6.12, 6.18 and
   nop, moving %rsp past the red zone first: safe, and a 5-byte nop traps;
 - before 7.2, uprobe_init_insn() rejects the CS-prefixed 10-byte nop
   (-ENOTSUPP), and a probe registered before the target maps the binary
-  attaches and never fires.
-An answer not in the table has no expectation ("unknown"), never a guess.
+  attaches and never fires (uprobe_mmap() ignores the error), while one
+  attached to a running process is refused with error 524 (ENOTSUPP);
+  7.2 optimises that nop, except where it straddles a 4 KiB page, which
+  falls back to the same rejection;
+- before 7.2 a child forked after a probe was optimised inherits the call
+  but not the trampoline it calls, and dies (d9a48e77f6fe gave the child
+  the trampoline).
+The orders of probe and target are configs.ATTACH's.  An answer not in
+the table has no expectation ("unknown"), never a guess.
 
 Nothing to run: stats.py and tables.py use expected() and check().
 """
 
 import configs
 
+# A site's verdict (stats.sites()), worst first.
+VERDICTS = {
+    "UNSAFE": "the probe changed the program's data (the red-zone canary caught it)",
+    "CRASHES": "the target (or its forked child) was killed by a signal",
+    "REFUSED": "the kernel refused the probe with error 524 (ENOTSUPP)",
+    "NEVER FIRES": "the probe attached without an error and saw no event",
+    "safe": "the probe fired and the canary stayed whole",
+}
+ANSWERS = ("ENOSYS", "ENXIO", "EPROTO")
+REFUSED_ERRNO = 524  # ENOTSUPP, the kernel's own errno, which libc has no name for
+
 # Per site build (the -canary builds are the same site): per uprobe-syscall
-# answer, the path a probe is expected to take and its verdict.
+# answer, the path a probe attached before the target starts is expected
+# to take and its verdict.
 SAFE_TRAP = ("trap", "safe")
+NEVER = ("none", "NEVER FIRES")
+REFUSED = ("none", "REFUSED")
 EXPECT = {
     "sdt": {"ENOSYS": SAFE_TRAP, "ENXIO": SAFE_TRAP, "EPROTO": SAFE_TRAP},
     "sdt-nop5": {"ENOSYS": SAFE_TRAP, "ENXIO": ("optimised", "UNSAFE"), "EPROTO": SAFE_TRAP},
     "sdt-nop10": {"ENOSYS": SAFE_TRAP, "ENXIO": SAFE_TRAP, "EPROTO": SAFE_TRAP},
-    "sdt-nop10-at1": {"ENOSYS": ("none", "NEVER FIRES"), "ENXIO": ("none", "NEVER FIRES"),
-                      "EPROTO": ("optimised", "safe")},
+    "sdt-nop10-at1": {"ENOSYS": NEVER, "ENXIO": NEVER, "EPROTO": ("optimised", "safe")},
+    "sdt-nop10-at1-page": {"ENOSYS": NEVER, "ENXIO": NEVER, "EPROTO": NEVER},
 }
+# Where another order (configs.ATTACH) is expected to differ.
+BY_ORDER = {
+    "running": {"sdt-nop10-at1": {"ENOSYS": REFUSED, "ENXIO": REFUSED},
+                "sdt-nop10-at1-page": {a: REFUSED for a in ANSWERS}},
+    "fork": {"sdt-nop5": {"ENXIO": ("none", "CRASHES")}},
+}
+
+
+def refused(reason):
+    """A failed run's REASON says the kernel refused the probe."""
+    return f"error {REFUSED_ERRNO}" in (reason or "")
+
+
+def crashed(reason):
+    """A failed run's REASON says the target was killed by a signal."""
+    return "killed by signal" in (reason or "")
 
 
 def site_of(build):
@@ -54,22 +91,27 @@ def answer(meta):
     return ((meta or {}).get("uprobe_optimisation") or {}).get("errno") or "unknown"
 
 
-def expected(meta, build):
+def expected(meta, build, attach="before"):
     """(path, verdict) this kernel is expected to give a marker probe on
-    BUILD's site, or None where there is no expectation."""
-    return EXPECT.get(site_of(build), {}).get(answer(meta))
+    BUILD's site in the order ATTACH, or None where there is no
+    expectation."""
+    site, a = site_of(build), answer(meta)
+    other = BY_ORDER.get(attach, {}).get(site, {}).get(a)
+    return other or EXPECT.get(site, {}).get(a)
 
 
 def check(meta, s):
     """'' where the measured site S (stats.sites()) matches the
     expectation, else what differs; None where there is none.  A build
     without a canary is judged by its path only."""
-    want = expected(meta, s["build"])
+    want = expected(meta, s["build"], s.get("attach") or "before")
     if want is None or s.get("probe") not in ("marker", "marker-semaphore"):
         return None
     path = (s.get("path") or "").split(":")[0] or "none"
     got_verdict = s.get("verdict") or ""
     diff = []
+    if want[1] in ("REFUSED", "CRASHES") or got_verdict in ("REFUSED", "CRASHES"):
+        path = want[0]  # no run completed, so no path to compare
     if path != want[0]:
         diff.append(f"path {path}, expected {want[0]}")
     if got_verdict and got_verdict != want[1]:
@@ -78,6 +120,10 @@ def check(meta, s):
 
 
 def table(meta):
-    """[[site, expected path, expected verdict]] for this kernel, or []."""
+    """[[site, order, expected path, expected verdict]] for this kernel:
+    each site attached before the target starts, then each other order
+    where it differs; or []."""
     a = answer(meta)
-    return [[site, e[a][0], e[a][1]] for site, e in EXPECT.items() if a in e]
+    rows = [[site, "before", *e[a]] for site, e in EXPECT.items() if a in e]
+    return rows + [[site, order, *e[a]] for order, by_site in BY_ORDER.items()
+                   for site, e in by_site.items() if a in e]

@@ -236,9 +236,11 @@ def plot_sites(plt, a, cells, threads, folder):
     """Probe sites, cost against safety: per site (the canary builds), a
     bar per tracer at the fewest threads, green where safe, red hatch
     and UNSAFE where the canary caught a write, the words NEVER FIRES
-    where the probe saw nothing."""
+    (or REFUSED, CRASHES) where the probe saw nothing.  Probes attached
+    before the target started only: the other orders are the report's
+    table."""
     sites = [s for s in a.get("sites", []) if s["threads"] == min(threads)
-             and s["build"].endswith("-canary")]
+             and s["build"].endswith("-canary") and (s.get("attach") or "before") == "before"]
     if not sites:
         return None, {}
     names = list(dict.fromkeys(kernel.site_name(s["build"]) for s in sites))
@@ -254,8 +256,8 @@ def plot_sites(plt, a, cells, threads, folder):
                 continue
             x = i + (j - (len(tracers) - 1) / 2) * w
             key, v = (s["config"], s["threads"]), s["verdict"] or "safe"
-            if v == "NEVER FIRES" or not s["ns_per_event"] or s["ns_per_event"] <= 0:
-                words = v if v == "NEVER FIRES" else "no cost measured"
+            if v not in ("safe", "UNSAFE") or not s["ns_per_event"] or s["ns_per_event"] <= 0:
+                words = v if v not in ("safe", "UNSAFE") else "no cost measured"
                 ax.text(x, 0.02, words, rotation=90, ha="center", va="bottom", fontsize=7,
                         color="red" if v != "safe" else "0.3", transform=ax.get_xaxis_transform())
                 drawn[key] = f"words: {words}"

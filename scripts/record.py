@@ -19,8 +19,11 @@ from dataclasses import dataclass
 # tight-loop row), corrupted and path, and the status `corrupted`; 5 added
 # unit (what the target's clock counted: ns, or guest instructions under
 # QEMU's -icount; a row without it is ns); 6 added stopped (on a cell's
-# last run: why it ran no more).  Older folders still read.
-FORMAT_VERSION = 6
+# last run: why it ran no more); 7 added attach (configs.ATTACH: the
+# order of probe and target; a row without it is "before"), fork_calls and
+# fork_corrupted (the parent's calls before a fork, and of them those whose
+# canary changed).  Older folders still read.
+FORMAT_VERSION = 7
 
 COLUMNS = [
     "started", "config", "build", "tracer", "probe", "action", "threads", "iterations", "rep",
@@ -28,7 +31,7 @@ COLUMNS = [
     "thread_wall_ns", "thread_user_ns", "thread_sys_ns", "thread_cpu_ns", "process_user_ns",
     "process_sys_ns", "tracer_user_ns", "tracer_sys_ns", "runtime", "sized_by", "pinned", "note",
     "rate", "calls", "pacing", "late", "machine_busy_ns", "machine_source", "proc_stat_busy_ns",
-    "corrupted", "path", "unit", "stopped",
+    "corrupted", "path", "unit", "stopped", "attach", "fork_calls", "fork_corrupted",
 ]
 # What the target's own clock counts (a row's and meta.json's "unit"): host
 # nanoseconds, or guest instructions (make lab under QEMU's -icount

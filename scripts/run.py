@@ -13,6 +13,7 @@ Needs root for every tracer (uprobes); without it only the untraced rows
 run.  Input is checked before anything is installed, built or attached.
 Human progress goes to stderr; the machine record is runs.csv.
 """
+import functools
 import os
 import platform
 import random
@@ -172,8 +173,10 @@ class Run:
         size = (["--iterations", str(self.iterations)] if self.rate == TIGHT else
                 ["--rate", str(self.rate), "--duration-ms", str(self.duration_ms)])
         miss = min(self.miss, self.iterations) if self.rate == TIGHT else 0
+        order = {"running": ["--hold"], "fork": ["--fork", str(configs.FORK_CALLS)]}
         return [self.build, "--threads", str(self.threads), *size, "--quiet",
-                *(["--pin"] if self.pin else []), *(["--miss", str(miss)] if miss else [])]
+                *(["--pin"] if self.pin else []), *(["--miss", str(miss)] if miss else []),
+                *order.get(self.cfg.attach, [])]
 
 
 class Kit:
@@ -215,7 +218,8 @@ class Kit:
         run = Run(self, cfg, tracer, threads, iterations, rep, rate)
         base = dict(config=cfg.name, build=cfg.build, tracer=cfg.tracer, probe=cfg.probe,
                     action=cfg.action, threads=threads, iterations=iterations, rep=rep,
-                    sized_by=sized_by, pinned=int(run.pin), rate=rate, unit=self.args.unit)
+                    sized_by=sized_by, pinned=int(run.pin), rate=rate, unit=self.args.unit,
+                    attach=cfg.attach)
         planned = threads * iterations
         expected = record.expected_events(tracer.attaches, cfg.expect, planned)
         row = dict(base, events_expected=expected, status="failed")
@@ -226,9 +230,14 @@ class Kit:
             try:
                 if uret:
                     self.sup.attach(uret, run)
-                self.sup.attach(tracer, run)
+                # ATTACH: "running" attaches while the started target holds
+                attach = functools.partial(self.sup.attach, tracer, run)
+                if cfg.attach != "running":
+                    attach()
                 cmd = tracer.wrap(run, run.target())
-                rec, rusage, why = self.sup.execute(tracer, run, cmd, self.time_limit(run), ROOT)
+                rec, rusage, why = self.sup.execute(
+                    tracer, run, cmd, self.time_limit(run), ROOT,
+                    release=attach if cfg.attach == "running" else None)
                 if why:
                     raise TracerError(why)
                 ev = tracer.events(run)
@@ -256,6 +265,11 @@ class Kit:
             if rate != TIGHT:  # a paced thread that fell behind stops at DURATION
                 expected = row["events_expected"] = record.expected_events(
                     tracer.attaches, cfg.expect, calls)
+            if rec.get("fork"):  # the parent's calls before the fork were probed too
+                row["fork_calls"], row["fork_corrupted"] = (rec["fork"]["calls"],
+                                                            rec["fork"]["corrupted"])
+                expected = row["events_expected"] = record.expected_events(
+                    tracer.attaches, cfg.expect, calls + rec["fork"]["calls"])
             if calls != planned and (rate == TIGHT or calls > planned):
                 # the target's own sanity check
                 row["reason"] = f"the target made {calls} calls, not {planned}"

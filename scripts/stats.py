@@ -13,6 +13,7 @@ import os
 import statistics
 
 import configs
+import kernel
 from record import LOSSLESS, MEASURED, num, paced_rate, split_ns as ints
 
 BASELINE = "baseline"
@@ -208,6 +209,7 @@ def analyse(rows, meta):
         c = {"config": config, "threads": threads, "tracer": rs[0].get("tracer", ""),
              "build": rs[0].get("build", ""), "probe": rs[0].get("probe", ""),
              "path": common(r.get("path") for r in measured),
+             "attach": common(r.get("attach") or "before" for r in timed),
              "corrupted": sum(num(r.get("corrupted")) or 0 for r in measured),
              "calls": sum(calls(r) for r in measured),
              "runtime": next((r.get("runtime") for r in measured if r.get("runtime")), ""),
@@ -249,7 +251,7 @@ def analyse(rows, meta):
             c["overhead"] = overhead(c, b) if b and c["config"] != BASELINE else None
     scaling([c for c in out if c["n_runs"]], ncpu)
     return {"cells": out, **outcomes(rows), "has_baseline": bool(base), "cpus": ncpu,
-            "sites": sites([c for c in out if c["n_runs"]])}
+            "sites": sites(out)}
 
 
 def config_rank(seen):
@@ -311,20 +313,25 @@ def common(values):
 def sites(cells):
     """The probe-site table: every cell of a uprobe-based probe whose row
     says which path it took, or that was judged by the canary; per cell
-    its cost, corrupted/total calls, path and verdict (UNSAFE where the
-    canary caught the probe writing the program's data, NEVER FIRES where
-    it saw nothing)."""
+    its order of attach (configs.ATTACH), cost, corrupted/total calls, path
+    and verdict (kernel.VERDICTS: UNSAFE where the canary caught the probe
+    writing the program's data, NEVER FIRES where it saw nothing, REFUSED
+    where the kernel refused the probe, CRASHES where the target died)."""
     out = []
     for c in cells:
         if not c.get("path") and not c.get("build", "").endswith("-canary"):
             continue
         o = c.get("overhead")
         seen = (c.get("check") or {}).get("seen")
+        failed = c["failed_reasons"] if not c.get("n_runs") else []
         verdict = ("UNSAFE" if c["corrupted"] else
+                   "REFUSED" if failed and all(map(kernel.refused, failed)) else
+                   "CRASHES" if failed and all(map(kernel.crashed, failed)) else
+                   "" if not c.get("n_runs") else
                    "NEVER FIRES" if seen == 0 and c["probe"] != "marker-noref" else
                    "safe" if c["build"].endswith("-canary") else "")
         out.append({"config": c["config"], "build": c["build"], "probe": c["probe"],
-                    "tracer": c["tracer"], "threads": c["threads"],
+                    "tracer": c["tracer"], "threads": c["threads"], "attach": c["attach"],
                     "ns_per_event": o["mean_ns"] if o else None, "corrupted": c["corrupted"],
                     "calls": c["calls"], "path": c["path"], "verdict": verdict})
     return out

@@ -46,11 +46,18 @@ def cost_cell(c):
     return f_overhead(c.get("overhead"))
 
 
+BAD = tuple(v for v in kernel.VERDICTS if v != "safe")
+# How site_lines names an order of attach (configs.ATTACH).
+ORDER_WORDS = {"before": "attached first", "running": "attached while it ran",
+               "fork": "in a child forked after it fired"}
+
+
 def unsafe_sites(a):
-    """Builds whose site the canary or the count found UNSAFE or NEVER
-    FIRES here (the -canary build's verdict holds for its plain twin)."""
+    """Builds whose site was found UNSAFE, NEVER FIRES, REFUSED or
+    CRASHES here, in any order (the -canary build's verdict holds for its
+    plain twin)."""
     return {kernel.site_name(s["build"]) for s in a.get("sites", [])
-            if s["verdict"] in ("UNSAFE", "NEVER FIRES")}
+            if s["verdict"] in BAD}
 
 
 def cost_rows(a):
@@ -100,15 +107,20 @@ def site_lines(a, meta=None):
     each site that contradicts what this kernel was expected to do."""
     out = {}
     for s in a.get("sites", []):
-        if s["verdict"] in ("UNSAFE", "NEVER FIRES"):
+        if s["verdict"] in BAD:
             site = kernel.site_name(s["build"])
-            out.setdefault((s["verdict"], site), {}).setdefault(s["tracer"], s)
+            out.setdefault((s["verdict"], site), {}).setdefault(
+                (s["tracer"], s.get("attach") or "before"), s)
     lines = []
-    for (verdict, site), tracers in out.items():
-        bad = [s for s in tracers.values() if s["corrupted"]]
-        extra = (f" ({sum(s['corrupted'] for s in bad):,} of {sum(s['calls'] for s in bad):,} "
-                 "calls corrupted)") if bad else ""
-        lines.append(f"- **{verdict}**: the {site} site under {', '.join(tracers)}{extra}")
+    for (verdict, site), found in out.items():
+        bad = [s for s in found.values() if s["corrupted"]]
+        tracers = dict.fromkeys(t for t, _ in found)
+        orders = dict.fromkeys(o for _, o in found)
+        parts = ([f"{sum(s['corrupted'] for s in bad):,} of {sum(s['calls'] for s in bad):,} "
+                  "calls corrupted"] if bad else []) + (
+            [] if list(orders) == ["before"] else [", ".join(ORDER_WORDS.get(o, o) for o in orders)])
+        lines.append(f"- **{verdict}**: the {site} site under {', '.join(tracers)}"
+                     + (f" ({'; '.join(parts)})" if parts else ""))
     safe = sorted({kernel.site_name(s["build"]) for s in a.get("sites", [])
                    if s["verdict"] == "safe"} - {site for _, site in out})
     if safe:

@@ -33,17 +33,28 @@ class Supervisor:
         self.set_up = []  # back-ends whose teardown is pending
         self.tracer_pids = {}  # binary: pids of the tracer processes run on it
 
-    def execute(self, tracer, run, cmd, limit, cwd):
+    def execute(self, tracer, run, cmd, limit, cwd, release=None):
         """Starts CMD in its own session and waits, up to LIMIT seconds.
+        With RELEASE, CMD is a target that holds (--hold) until a byte on
+        its stdin: RELEASE() runs once it has started (Popen returns after
+        the exec, so its binary is mapped), then the byte is sent; if
+        RELEASE raises, the target is killed and the error passed on.
         Returns (the target's record, the rusage of CMD and its children,
         why it failed or None)."""
         out_path = os.path.join(run.scratch, "target.json")
+        stdin = subprocess.PIPE if release else subprocess.DEVNULL
         with open(out_path, "w") as out, open(run.log, "a") as log:
             log.write("$ " + " ".join(cmd) + "\n")
             log.flush()
-            self.child = subprocess.Popen(cmd, stdout=out, stderr=log, stdin=subprocess.DEVNULL,
+            self.child = subprocess.Popen(cmd, stdout=out, stderr=log, stdin=stdin,
                                           cwd=cwd, start_new_session=True, env=run.env)
         run.pids.add(self.child.pid)
+        if release:
+            try:
+                release()
+                self.child.stdin.write(b"\n")
+            finally:
+                self.child.stdin.close()  # the target's end of file, if not released
         deadline = time.monotonic() + limit
         status = rusage = None
         watching = True

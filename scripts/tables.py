@@ -25,7 +25,7 @@ Y2011_CONFIGS = ("stap-function", "stap-function-time", "stap-mark", "stap-mark-
 
 # Verdicts a reader must not miss, as plain bold text (it renders in any
 # Markdown viewer and reads in a terminal).
-VERDICTS = ("UNSAFE", "NEVER FIRES")
+VERDICTS = tuple(v for v in kernel.VERDICTS if v != "safe")
 NOTE_AT = 60  # characters: a longer reason becomes a numbered note
 
 
@@ -287,7 +287,11 @@ SITES_NOTE = (
     "keeps a sentinel in the 128 bytes below %rsp, the marker fires, the sentinel is read "
     "back.  A probe whose handling writes there (an optimised uprobe's call pushes its "
     "return address at -8(%rsp)) corrupts the program: **UNSAFE**.  **NEVER FIRES**: the probe "
-    "was attached without error and saw no event.  The path is what the target's own "
+    "was attached without error and saw no event.  **REFUSED**: the kernel refused the probe "
+    f"(error {kernel.REFUSED_ERRNO}).  **CRASHES**: the target, or its forked child, was killed "
+    "by a signal.  The order is when the probe was attached: "
+    + "; ".join(f"{k}: {v}" for k, v in configs.ATTACH.items()) + ".  The path is what the "
+    "target's own "
     "mappings showed ([uprobes-trampoline]: optimised; [uprobes]: single-stepped; neither: "
     "emulated) or, for a return probe, whether the uretprobe syscall was made.  Corrupted "
     "calls are shown only where a canary ran.")
@@ -313,7 +317,7 @@ def expectation(meta):
     rows = kernel.table(meta)
     if rows:
         lines += ["Expected at each site, before measuring (kernel.py):", "",
-                  table(["site", "expected path", "expected verdict"], rows)]
+                  table(["site", "order", "expected path", "expected verdict"], rows)]
     else:
         lines.append("No expectation is known for that answer: each site is only measured.")
     return lines
@@ -325,14 +329,18 @@ def sites_table(a, meta=None):
     to behave there or not."""
     sites = a.get("sites", [])
     with_canary = any(canary(s["build"]) for s in sites)
-    head = ["config", "build (site)", "probe", "tracer", "threads", "overhead [ns/event]"] + (
+    orders = any((s.get("attach") or "before") != "before" for s in sites)
+    head = ["config", "build (site)", "probe", "tracer", "threads"] + (
+        ["order"] if orders else []) + ["overhead [ns/event]"] + (
         ["corrupted/calls"] if with_canary else []) + ["path fired", "safe on this kernel?",
                                                        "as expected?"]
     rows = []
     for s in sites:
-        rows.append([s["config"], s["build"], s["probe"], s["tracer"], s["threads"],
-                     f_ns(s["ns_per_event"])]
-                    + ([f"{s['corrupted']:,}/{s['calls']:,}" if canary(s["build"]) else "-"]
+        rows.append([s["config"], s["build"], s["probe"], s["tracer"], s["threads"]]
+                    + ([s.get("attach") or "before"] if orders else [])
+                    + [f_ns(s["ns_per_event"])]
+                    + ([f"{s['corrupted']:,}/{s['calls']:,}" if canary(s["build"]) and s["calls"]
+                        else "-"]
                        if with_canary else [])
                     + [s["path"] or "-", bold(s["verdict"]), as_expected(meta, s)])
     return table(head, rows)

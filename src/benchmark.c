@@ -10,6 +10,15 @@
  * events a thread, which is how the kit's tests check that every tracer
  * back-end reads its tracer's own count (the record's "decoys" says so).
  *
+ * --hold makes the target wait, its threads created and held at the start
+ * gate, until a byte arrives on stdin: a runner attaches a probe to the
+ * running process (its binary already mapped) and then releases it, the
+ * other order from "attach, then start".  --fork N makes the process call
+ * single_trace() N times (so a probe that the kernel optimises on its
+ * first hit is optimised), then fork(); the child is the measured process
+ * and the parent waits for it and passes on how it ended: a probe that
+ * breaks a forked child shows as the child's signal.
+ *
  * --rate N paces each thread to N calls per second: the same loop runs in
  * batches (about one per PACE_PERIOD_NS), and after each batch the thread
  * sleeps until that batch's absolute deadline on CLOCK_MONOTONIC (start +
@@ -42,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,6 +68,7 @@
 #define MAX_RATE 1000000000LL /* calls per second per thread */
 #define PACE_PERIOD_NS 1000000LL /* a paced batch's length at rates of 1000/s and above */
 #define MAX_DURATION_MS 86400000LL /* a day */
+#define MAX_FORK_CALLS 1000000LL /* --fork: calls before the fork */
 
 enum format { FORMAT_JSON, FORMAT_TEXT };
 
@@ -69,6 +80,8 @@ struct params {
 	long long duration_ms; /* with rate: calls = rate x duration, and a cut-off */
 	long long miss; /* calls per thread made to kit_decoy() instead */
 	int pin;
+	int hold; /* wait for a byte on stdin before releasing the threads */
+	long long fork_calls; /* calls made before fork(); 0: no fork */
 	enum format format;
 	int quiet;
 };
@@ -80,6 +93,8 @@ static const struct params defaults = {
 	.duration_ms = 0,
 	.miss = 0,
 	.pin = 0,
+	.hold = 0,
+	.fork_calls = 0,
 	.format = FORMAT_JSON,
 	.quiet = 0,
 };
@@ -420,11 +435,15 @@ static void usage(FILE *f)
 		"                       which no probe covers (a check that a tracer's count\n"
 		"                       is read, not assumed; 0..iterations, default 0)\n"
 		"  -p, --pin            pin thread k to the k-th allowed CPU (round robin)\n"
+		"  -H, --hold           hold the threads at their start gate until a byte\n"
+		"                       arrives on stdin (attach to a running process)\n"
+		"  -F, --fork N         call single_trace() N times, then fork(); the child is\n"
+		"                       measured, the parent passes on how it ended (1..%lld)\n"
 		"  -f, --format F       stdout gets: json (one record, default) or text\n"
 		"  -q, --quiet          no human summary on stderr (with --format json)\n"
 		"  -h, --help           this text\n",
 		TRACE_BUILD, MAX_THREADS, defaults.threads, MAX_ITERATIONS, defaults.iterations,
-		MAX_RATE, MAX_DURATION_MS);
+		MAX_RATE, MAX_DURATION_MS, MAX_FORK_CALLS);
 }
 
 static struct params parse_args(int argc, char **argv)
@@ -436,6 +455,8 @@ static struct params parse_args(int argc, char **argv)
 		{ "duration-ms", required_argument, NULL, 'd' },
 		{ "miss", required_argument, NULL, 'm' },
 		{ "pin", no_argument, NULL, 'p' },
+		{ "hold", no_argument, NULL, 'H' },
+		{ "fork", required_argument, NULL, 'F' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -444,7 +465,7 @@ static struct params parse_args(int argc, char **argv)
 	struct params p = defaults;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:i:r:d:m:pf:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:i:r:d:m:pHF:f:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			p.threads = (long)parse_range("--threads", optarg, 1, MAX_THREADS, "");
@@ -465,6 +486,12 @@ static struct params parse_args(int argc, char **argv)
 			break;
 		case 'p':
 			p.pin = 1;
+			break;
+		case 'H':
+			p.hold = 1;
+			break;
+		case 'F':
+			p.fork_calls = parse_range("--fork", optarg, 1, MAX_FORK_CALLS, "");
 			break;
 		case 'f':
 			if (strcmp(optarg, "json") == 0)
@@ -560,7 +587,7 @@ static void print_uprobe_maps(FILE *f)
 }
 
 static void print_json(FILE *f, const struct params *p, const struct worker *w, uint64_t t0,
-		       uint64_t t1, const struct machine *m)
+		       uint64_t t1, const struct machine *m, uint64_t fork_corrupted)
 {
 	struct rusage self;
 	long k;
@@ -588,6 +615,11 @@ static void print_json(FILE *f, const struct params *p, const struct worker *w, 
 		fprintf(f, "\"proc_stat_busy_ns\":%" PRIu64 ",", m->stat1 - m->stat0);
 	else
 		fprintf(f, "\"proc_stat_busy_ns\":null,");
+	if (p->fork_calls)
+		fprintf(f, "\"fork\":{\"calls\":%lld,\"corrupted\":%" PRIu64 ",\"parent\":%ld},",
+			p->fork_calls, fork_corrupted, (long)getppid());
+	else
+		fprintf(f, "\"fork\":null,");
 	fprintf(f, "\"machine_source\":\"%s\",\"uprobe_maps\":", m->source);
 	print_uprobe_maps(f);
 	fputs(",", f);
@@ -622,14 +654,62 @@ static void print_text(FILE *f, const struct params *p, const struct worker *w, 
 	}
 }
 
+/* --fork: N calls on this thread (a probe the kernel optimises on its
+ * first hit is then optimised), then fork().  Returns in the child, with
+ * the parent's corrupted calls in *CORRUPTED; the parent waits for the
+ * child and exits as it did (128 + its signal where one killed it). */
+static void fork_first(long long calls, uint64_t *corrupted)
+{
+	pid_t pid;
+	int status;
+
+	(void)tight_loop(0, (uint64_t)calls);
+	*corrupted = kit_corrupted;
+	kit_corrupted = 0;
+	if (fflush(stdout) == EOF || fflush(stderr) == EOF)
+		die("benchmark: fflush");
+	pid = fork();
+	if (pid < 0)
+		die("benchmark: fork");
+	if (pid == 0)
+		return;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			die("benchmark: waitpid");
+	if (WIFEXITED(status))
+		exit(WEXITSTATUS(status));
+	fprintf(stderr, "benchmark: --fork: the child (pid %ld) was killed by signal %d (%s)\n",
+		(long)pid, WTERMSIG(status), strsignal(WTERMSIG(status)));
+	exit(128 + WTERMSIG(status));
+}
+
+/* --hold: wait for one byte on stdin; 0 on it, -1 on end of file or an
+ * error (said on stderr). */
+static int hold_until_released(void)
+{
+	char c;
+	ssize_t n;
+
+	while ((n = read(STDIN_FILENO, &c, 1)) < 0 && errno == EINTR)
+		;
+	if (n == 1)
+		return 0;
+	fprintf(stderr, "benchmark: --hold: %s before the release\n",
+		n == 0 ? "stdin closed" : strerror(errno));
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	struct params p = parse_args(argc, argv);
 	struct worker *w;
 	struct machine m;
-	uint64_t t0 = UINT64_MAX, t1 = 0, threads_ns;
+	uint64_t t0 = UINT64_MAX, t1 = 0, threads_ns, fork_corrupted = 0;
 	long k, created;
-	int err;
+	int err = 0, held = 0;
+
+	if (p.fork_calls)
+		fork_first(p.fork_calls, &fork_corrupted);
 
 	w = calloc((size_t)p.threads, sizeof(*w));
 	if (!w)
@@ -670,6 +750,13 @@ int main(int argc, char **argv)
 	else
 		while (gate.ready < p.threads)
 			pthread_cond_wait(&gate.cond, &gate.lock);
+	if (p.hold && !gate.abort) {
+		/* the threads wait on the gate, not on this lock */
+		pthread_mutex_unlock(&gate.lock);
+		held = hold_until_released();
+		pthread_mutex_lock(&gate.lock);
+		gate.abort = held < 0;
+	}
 	machine_open(&m);
 	gate.open = 1;
 	pthread_cond_broadcast(&gate.cond);
@@ -682,8 +769,9 @@ int main(int argc, char **argv)
 		threads_ns += w[k].r.cpu_ns;
 	machine_close(&m, threads_ns);
 	if (gate.abort) {
-		fprintf(stderr, "benchmark: could not start thread %ld of %ld: %s\n", created + 1,
-			p.threads, strerror(err));
+		if (held == 0)
+			fprintf(stderr, "benchmark: could not start thread %ld of %ld: %s\n",
+				created + 1, p.threads, strerror(err));
 		free(w);
 		return 1;
 	}
@@ -695,7 +783,7 @@ int main(int argc, char **argv)
 			t1 = w[k].r.end_ns;
 	}
 	if (p.format == FORMAT_JSON) {
-		print_json(stdout, &p, w, t0, t1, &m);
+		print_json(stdout, &p, w, t0, t1, &m, fork_corrupted);
 		if (!p.quiet)
 			print_text(stderr, &p, w, t0, t1);
 	} else {

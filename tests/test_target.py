@@ -17,7 +17,7 @@ import elfinfo
 ALL_BUILDS = list(configs.builds())  # src/builds.tsv
 FIELDS = {"build", "pid", "threads", "iterations", "pinned", "clock", "wall_ns",
           "process_user_ns", "process_sys_ns", "rate", "pacing", "machine_busy_ns", "proc_stat_busy_ns",
-          "machine_source", "uprobe_maps", "per_thread"}
+          "machine_source", "uprobe_maps", "per_thread", "fork"}
 THREAD_FIELDS = {"thread", "cpu", "start_ns", "wall_ns", "user_ns", "sys_ns", "cpu_ns", "calls",
                  "late", "corrupted", "decoys"}
 
@@ -79,7 +79,8 @@ class Notes(unittest.TestCase):
     SITES = {"sdt": ("90", None), "sdt-guarded": ("90", None),
              "sdt-nop5": ("0f1f440000", None),
              "sdt-nop10": ("90662e0f1f840000000000", None),
-             "sdt-nop10-at1": ("662e0f1f840000000000", "90")}
+             "sdt-nop10-at1": ("662e0f1f840000000000", "90"),
+             "sdt-nop10-at1-page": ("662e0f1f840000000000", "90")}
 
     @unittest.skipUnless(platform.machine() == "x86_64", "x86-64 instruction bytes")
     def test_probe_sites(self):
@@ -98,6 +99,8 @@ class Notes(unittest.TestCase):
                         self.assertEqual(e.bytes_at(pc - 1, 1).hex(), before)
                     if b == "sdt":
                         self.assertNotEqual(e.bytes_at(pc, 5).hex(), "0f1f440000")
+                    # straddling: the 10-byte nop's 5th byte starts a page
+                    self.assertEqual((pc + 4) % 4096 == 0, b.endswith("-page"))
 
     @unittest.skipUnless(platform.machine() == "x86_64", "x86-64 instruction bytes")
     def test_entry_kinds(self):
@@ -190,6 +193,53 @@ class Inputs(unittest.TestCase):
         r = run([build("plain"), "--help"])
         self.assertEqual(r.returncode, 0)
         self.assertIn("--threads N", r.stdout)
+
+
+class Orders(unittest.TestCase):
+    """--hold and --fork, the orders of probe and target (configs.ATTACH)."""
+
+    def test_hold_waits_for_a_byte(self):
+        """Held, no thread has started its loop until the byte arrives: the
+        release happens at least the held time after the start, and the
+        record is whole; end of file instead says so and exits 1 with no
+        record."""
+        p = subprocess.Popen([build("plain"), "-t", "2", "-i", "1000", "-q", "--hold"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        self.assertIsNone(p.poll(), "the held target ended before its release")
+        out, err = p.communicate("\n", timeout=30)
+        self.assertEqual(p.returncode, 0, err)
+        rec = json.loads(out)
+        self.assertEqual(sum(t["calls"] for t in rec["per_thread"]), 2000)
+        r = run([build("plain"), "-t", "2", "-i", "1000", "--hold"], stdin=subprocess.DEVNULL)
+        self.assertEqual((r.returncode, r.stdout), (1, ""))
+        self.assertIn("--hold: stdin closed before the release", r.stderr)
+
+    def test_fork_measures_the_child(self):
+        """--fork N: the record is the child's (its pid is not the
+        started process's, whose child it is) with the parent's N calls
+        and their corrupted count beside it."""
+        p = subprocess.Popen([build("sdt-canary"), "-t", "2", "-i", "3000", "-q",
+                              "--fork", "77"], stdout=subprocess.PIPE, text=True)
+        out, _ = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 0)
+        rec = json.loads(out)
+        self.assertNotEqual(rec["pid"], p.pid)
+        self.assertEqual(rec["fork"], {"calls": 77, "corrupted": 0, "parent": p.pid})
+        self.assertEqual(sum(t["calls"] for t in rec["per_thread"]), 6000)
+        self.assertIsNone(json.loads(run([build("plain"), "-i", "10"]).stdout)["fork"])
+
+    def test_fork_passes_on_a_signal(self):
+        """A child killed by a signal: the parent says which and exits
+        128 + its number (how a probe that breaks a forked child shows).
+        The child is made to die by a soft CPU-time limit: SIGXCPU after
+        1 s of CPU (no core file)."""
+        r = run(["sh", "-c", f"ulimit -c 0; ulimit -St 1; exec {build('plain')} -i 1000000000000 "
+                 "--fork 1"])
+        self.assertEqual(r.returncode, 128 + signal.SIGXCPU, r.stderr)
+        self.assertRegex(r.stderr, r"--fork: the child \(pid \d+\) was killed by signal "
+                         f"{int(signal.SIGXCPU)} ")
 
 
 class Record(unittest.TestCase):

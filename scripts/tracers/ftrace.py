@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from . import tracefs
 from .base import Events, RunState, Tracer, TracerError
+import kernel
 from elfinfo import Elf
 
 
@@ -82,6 +83,9 @@ class Ftrace(Tracer):
             tracefs.write(os.path.join(inst, "options", "overwrite"), "1")
             tracefs.write(os.path.join(inst, "events", group, self.event(run), "enable"), "1")
         except OSError as e:
+            if e.errno == kernel.REFUSED_ERRNO:
+                raise TracerError(f"ftrace: the kernel refused the probe: error {e.errno} "
+                                  "(ENOTSUPP: it cannot probe the instruction at the site)")
             raise TracerError(f"ftrace: {e.strerror or e}")
         with open(run.log, "a") as f:
             f.write(f"uprobe_events: {spec}\ninstance: {inst} (overwrite)\n")
