@@ -100,10 +100,23 @@ def expected(meta, build, attach="before"):
     return other or EXPECT.get(site, {}).get(a)
 
 
+def uretprobe(meta):
+    """The path a return probe is expected to take ("uretprobe syscall" or
+    "trap") from meta.json's uretprobe_syscall, or None where unknown."""
+    a = ((meta or {}).get("uretprobe_syscall") or {}).get("answer")
+    return {"yes": "uretprobe syscall", "no": "trap"}.get(a)
+
+
 def check(meta, s):
     """'' where the measured site S (stats.sites()) matches the
     expectation, else what differs; None where there is none.  A build
     without a canary is judged by its path only."""
+    if s.get("probe") == "return":
+        want = uretprobe(meta)
+        got = s.get("path") or ""
+        if want is None:
+            return None
+        return "" if got.startswith(want) else f"path {got.split(':')[0] or 'none'}, expected {want}"
     want = expected(meta, s["build"], s.get("attach") or "before")
     if want is None or s.get("probe") not in ("marker", "marker-semaphore"):
         return None

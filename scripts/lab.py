@@ -303,7 +303,7 @@ class Suite:
         with Mounts(self.rootfs):
             for cfg in [c for c in self.configs() if c.tracer == "stap"]:
                 mod = stap.prebuilt_name(cfg)
-                flags = be.base_flags() + (["-DSTP_ALIBI"] if cfg.mode == "alibi" else [])
+                flags = be.cfg_flags(cfg)
                 t0 = time.monotonic()
                 # From the kit's root: the scripts name the target relative to
                 # it, as users run them; pass 4 leaves MOD.ko there.

@@ -61,6 +61,30 @@ def uprobe_optimisation():
     return "unknown", None, f"the uprobe syscall answered {name}, which no known kernel does"
 
 
+# Whether return probes return through the uretprobe syscall (x86-64,
+# Linux >= 6.11), from the kernel's own symbol table: calling the syscall
+# to ask would kill the caller (outside the trampoline it sends SIGILL).
+URETPROBE_SYMBOL = "__x64_sys_uretprobe"
+URETPROBE = {
+    "yes": "a return probe returns through the uretprobe syscall (Linux 6.11 and later, x86-64)",
+    "no": "a return probe traps (int3) on the way back: this kernel has no uretprobe syscall",
+}
+
+
+def uretprobe_syscall(kallsyms="/proc/kallsyms"):
+    """(yes|no, meaning) from KALLSYMS; ("unknown", why) where it cannot be
+    read or this is not x86-64."""
+    if platform.machine() != "x86_64":
+        return "unknown", f"no uretprobe syscall is known on {platform.machine()}"
+    try:
+        with open(kallsyms) as f:
+            found = any(ln.rstrip("\n").endswith(" " + URETPROBE_SYMBOL) for ln in f)
+    except OSError as e:
+        return "unknown", f"{kallsyms}: {e.strerror}"
+    answer = "yes" if found else "no"
+    return answer, URETPROBE[answer]
+
+
 def entry_path(maps, seen):
     """The path of an entry or marker probe, from the target's uprobe
     mappings and the events the tracer SEEN (None: it cannot count)."""

@@ -53,7 +53,7 @@ def markdown(a, meta, warnings, folder, p=None, rows=(), made=()):
     if warnings:
         lines += ["", "## Input warnings", ""] + [f"- {w}" for w in warnings]
     if lab:
-        lines += lab_markdown(a, lab)
+        lines += lab_markdown(a, lab, env)
         if lab.get("accel") != "kvm":  # emulated times are not shown beside anything
             return "\n".join(lines) + "\n"
     if a["cells"] or not (p and p["cells"]):
@@ -194,7 +194,7 @@ def main(argv):
             f.write("\n")
         print()
         if emulated:
-            print("\n".join(lab_markdown(a, meta["lab"])))
+            print("\n".join(lab_markdown(a, meta["lab"], meta)))
         else:
             print("\n".join(summary.answers(a, p, rows, meta, folder, made, terminal=True)))
         print(f"\nreport: wrote {summary.shown(os.path.join(folder, 'report.md'))}, report.json"

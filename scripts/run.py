@@ -136,6 +136,7 @@ def environment(args, builds):
         "tools": tools, "probe_sites": sites,
         "uprobe_optimisation": dict(zip(("errno", "site", "meaning"),
                                         paths.uprobe_optimisation())),
+        "uretprobe_syscall": dict(zip(("answer", "meaning"), paths.uretprobe_syscall())),
         "inputs": {p.dest: inputs(getattr(args, p.dest)) for p in args.params},
         "root": os.geteuid() == 0,
     }

@@ -312,8 +312,10 @@ def expectation(meta):
     """What this kernel is expected to do at each site, said before the
     sites are measured (kernel.py), as lines of Markdown."""
     u = (meta or {}).get("uprobe_optimisation") or {}
+    r = (meta or {}).get("uretprobe_syscall") or {}
     lines = [f"This kernel answered the uprobe syscall with {kernel.answer(meta)}"
-             + (f": {u['meaning']}." if u.get("meaning") else ".")]
+             + (f": {u['meaning']}." if u.get("meaning") else "."),
+             f"Return probes: {r.get('meaning') or 'unknown (not recorded)'}."]
     rows = kernel.table(meta)
     if rows:
         lines += ["Expected at each site, before measuring (kernel.py):", "",
@@ -323,22 +325,24 @@ def expectation(meta):
     return lines
 
 
-def sites_table(a, meta=None):
+def sites_table(a, meta=None, unit="ns"):
     """The probe-site table, its corrupted/calls column only where a
     canary ran in some row, each site marked as this kernel was expected
-    to behave there or not."""
+    to behave there or not; its cost in UNIT (ns, or a lab guest's
+    instructions; None: no cost column, where times are emulated)."""
     sites = a.get("sites", [])
     with_canary = any(canary(s["build"]) for s in sites)
     orders = any((s.get("attach") or "before") != "before" for s in sites)
     head = ["config", "build (site)", "probe", "tracer", "threads"] + (
-        ["order"] if orders else []) + ["overhead [ns/event]"] + (
+        ["order"] if orders else []) + ([f"overhead [{unit}/event]"] if unit else []) + (
         ["corrupted/calls"] if with_canary else []) + ["path fired", "safe on this kernel?",
                                                        "as expected?"]
     rows = []
     for s in sites:
         rows.append([s["config"], s["build"], s["probe"], s["tracer"], s["threads"]]
                     + ([s.get("attach") or "before"] if orders else [])
-                    + [f_ns(s["ns_per_event"])]
+                    + ([(f_ins if unit == "instructions" else f_ns)(s["ns_per_event"])]
+                       if unit else [])
                     + ([f"{s['corrupted']:,}/{s['calls']:,}" if canary(s["build"]) and s["calls"]
                         else "-"]
                        if with_canary else [])
@@ -524,10 +528,20 @@ def icount_rows(a):
     return rows
 
 
-def lab_markdown(a, lab):
+def lab_sites(a, meta, unit):
+    """A guest's probe sites: what its kernel is expected to do, then
+    what it did (as the host's report says them)."""
+    if not a.get("sites"):
+        return []
+    return (["", "### Probe sites on this guest's kernel", ""] + expectation(meta)
+            + ["", sites_table(a, meta, unit)])
+
+
+def lab_markdown(a, lab, meta=None):
     """A guest's section (make lab): its kernel and tools, and under TCG,
     where wall time is emulated, instructions per event (QEMU -icount) or
-    else counts and statuses only."""
+    else counts and statuses only; then its probe sites, where it ran
+    any, checked against what its kernel (META) was expected to do."""
     lines = ["", f"## Guest lab: Debian {lab.get('suite')}", "",
              f"- guest kernel: {lab.get('kernel', '?')}; SystemTap {lab.get('stap', '?')}; "
              f"accelerator: {lab.get('accel', 'none: the guest was not booted')}",
@@ -546,7 +560,7 @@ def lab_markdown(a, lab):
                   "instructions). Each thread's figure is its own CPU time, user and kernel: "
                   "with one vCPU, threads take turns and the clock counts all of them.", ""]
         lines.append(table(ICOUNT_HEAD, icount_rows(a)))
-        return lines + skipped_failed(a)
+        return lines + lab_sites(a, meta, "instructions") + skipped_failed(a)
     lines += ["", "Under TCG the guest's times are emulated, not measurements: only counts "
               "and statuses are shown.", ""]
     notes, rows = Notes(), []
@@ -559,4 +573,4 @@ def lab_markdown(a, lab):
                      f"{c['corrupted']:,}/{c['calls']:,}" if c.get("path") else "-",
                      c.get("path") or "-", " ".join(notes.ref(r) for r in c["failed_reasons"])])
     lines.append(table(LAB_HEAD, rows))
-    return lines + notes.lines() + skipped_failed(a)
+    return lines + notes.lines() + lab_sites(a, meta, None) + skipped_failed(a)

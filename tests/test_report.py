@@ -11,6 +11,8 @@ import tempfile
 import unittest
 
 from kit_test import ROOT, SCRIPTS, run, unavailable
+import kernel
+import paths
 import record
 import report
 import stats
@@ -537,6 +539,47 @@ class Sites(unittest.TestCase):
                              rows=rows)
         self.assertIn("site-r at 1 thread(s): REFUSED, expected safe", md)
         self.assertIn("site-f at 1 thread(s): CRASHES, expected safe", md)
+
+    def test_return_path_expected(self):
+        """A return probe's path against the kernel's uretprobe syscall
+        (meta.json's uretprobe_syscall, read from its symbol table by
+        paths.uretprobe_syscall): as expected, contradicted, or no
+        expectation where it is unknown."""
+        s = {"probe": "return", "build": "plain", "path": "uretprobe syscall (1000 calls seen)"}
+        yes, no = ({"uretprobe_syscall": {"answer": a}} for a in ("yes", "no"))
+        self.assertEqual(kernel.check(yes, s), "")
+        self.assertEqual(kernel.check(no, s), "path uretprobe syscall (1000 calls seen), "
+                                              "expected trap")
+        self.assertEqual(kernel.check(no, dict(s, path="trap: no uretprobe syscall was made")),
+                         "")
+        self.assertIsNone(kernel.check({}, s))
+        with tempfile.TemporaryDirectory() as tmp:
+            syms = os.path.join(tmp, "kallsyms")
+            with open(syms, "w") as f:
+                f.write("0000000000000000 T __x64_sys_uprobe\n")
+            self.assertEqual(paths.uretprobe_syscall(syms)[0], "no")
+            with open(syms, "a") as f:
+                f.write("0000000000000000 T __x64_sys_uretprobe\n")
+            self.assertEqual(paths.uretprobe_syscall(syms)[0], "yes")
+            self.assertEqual(paths.uretprobe_syscall(os.path.join(tmp, "none"))[0], "unknown")
+
+    def test_lab_sites(self):
+        """A lab guest's report says what its kernel is expected to do at
+        each site and marks each site, in guest instructions under
+        -icount (never ns), without a cost column under plain TCG."""
+        meta = {"uprobe_optimisation": {"errno": "EPROTO", "meaning": "m"},
+                "lab": {"suite": "sid", "accel": "tcg", "icount": True}}
+        md = report.markdown(self.a, meta, [], "/x", rows=self.rows)
+        sites = md[md.index("### Probe sites on this guest's kernel"):]
+        self.assertIn("This kernel answered the uprobe syscall with EPROTO: m.", sites)
+        self.assertIn("| overhead [instructions/event] |", sites.replace("  ", ""))
+        self.assertNotIn("[ns/event]", sites)
+        self.assertIn("**NO**: path optimised, expected trap", sites)
+        meta["lab"]["icount"] = False
+        sites = report.markdown(self.a, meta, [], "/x", rows=self.rows)
+        sites = sites[sites.index("### Probe sites"):]
+        self.assertNotIn("overhead [", sites)
+        self.assertIn("| **UNSAFE**", sites)
 
     def test_site_table_without_canary(self):
         """Where no canary ran at all, the column is not there."""

@@ -185,6 +185,20 @@ class Preflight(unittest.TestCase):
             finally:
                 tracers.stap.PREFLIGHT_CACHE = old
 
+    def test_known_errors_name_their_fix(self):
+        """The two compiler errors make lab met (bookworm's 6.1 with
+        SystemTap 4.8, trixie's 6.12 with 5.1), as the pre-flight quotes
+        them, name SystemTap 5.2 and the upstream commit; any other error
+        names nothing."""
+        for error, commit in (
+                ("stp_task_work.c:107:40: error: passing argument 2 of "
+                 "'kallsyms_task_work_cancel' from incompatible pointer type", "a64dc4e2e"),
+                ("uprobes-inode.c:50:17: error: 'uprobe_unregister' undeclared", "b1d109410")):
+            with self.subTest(commit=commit):
+                fix = tracers.stap.known_fix(error)
+                self.assertTrue(fix.startswith(" (fixed in SystemTap 5.2, " + commit), fix)
+        self.assertEqual(tracers.stap.known_fix("make: *** No rule to make target 'modules'"), "")
+
     def test_the_runtime_choice_follows_it(self):
         """Where modules load but the pre-flight fails: auto falls back to
         bpf saying why in one line; STAP_RUNTIME=module is refused with

@@ -88,12 +88,33 @@ def first_error(out):
     return (rest or lines or ["no output"])[-1]
 
 
+# The pre-flight errors known here, each with the SystemTap release whose
+# runtime builds there (make lab measured both: bookworm's 6.1 with
+# SystemTap 4.8, trixie's 6.12 with 5.1; sid's 5.6 builds for 7.2).
+KNOWN_ERRORS = (
+    ("kallsyms_task_work_cancel", "5.2",
+     "a64dc4e2e: the kernel's task_work_cancel_func rename, which Debian's 6.1 has through "
+     "the stable backport 861f20039d64"),
+    ("uprobe_unregister' undeclared", "5.2", "b1d109410, PR32194: Linux 6.12's uprobe API"),
+)
+
+
+def known_fix(error):
+    """' (fixed in SystemTap R: why)' where the pre-flight's ERROR is one
+    KNOWN_ERRORS names, else ''."""
+    for text, release, why in KNOWN_ERRORS:
+        if text in (error or ""):
+            return f" (fixed in SystemTap {release}, {why})"
+    return ""
+
+
 def preflight(tree, release, prefix=(), workdir=None, target=None, cache=True):
     """None if SystemTap builds a module for kernel RELEASE from build
     tree TREE, else the line saying why not.  PREFIX runs stap elsewhere
     (["chroot", ROOTFS] in `make lab`; TREE, WORKDIR and TARGET are then
     paths inside it, and WORKDIR, where pass 4 writes its module, is the
-    caller's to remove).  Cached per (release, SystemTap version, tree)."""
+    caller's to remove).  Cached per (release, SystemTap version, tree).
+    A known error names the release that fixes it (known_fix)."""
     ver = stap_version(prefix) or "?"
     key = f"{release} {ver} {tree} {' '.join(prefix)}"
     known = {}
@@ -101,7 +122,7 @@ def preflight(tree, release, prefix=(), workdir=None, target=None, cache=True):
         with open(PREFLIGHT_CACHE) as f:
             known = json.load(f)
         if key in known:
-            return known[key]
+            return known[key] and known[key] + known_fix(known[key])
     own = workdir is None
     if own:
         os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
@@ -124,7 +145,7 @@ def preflight(tree, release, prefix=(), workdir=None, target=None, cache=True):
         with open(PREFLIGHT_CACHE + ".tmp", "w") as f:
             json.dump(known, f, indent=1)
         os.replace(PREFLIGHT_CACHE + ".tmp", PREFLIGHT_CACHE)
-    return why
+    return why and why + known_fix(why)
 
 
 BPF_NOTE = "bpf runtime: argument not read (stap 4.8 BPF cannot read $v/$arg1); a constant printed instead"
@@ -289,8 +310,13 @@ class Stap(Tracer):
             return list(MODULE_FLAGS)
         return ["--runtime=bpf", "-r", STUB]
 
+    def cfg_flags(self, cfg):
+        """stap's flags for CFG on this runtime (make lab builds its modules
+        with them)."""
+        return self.base_flags() + (["-DSTP_ALIBI"] if cfg.mode == "alibi" else [])
+
     def flags(self, run):
-        return self.base_flags() + (["-DSTP_ALIBI"] if run.cfg.mode == "alibi" else [])
+        return self.cfg_flags(run.cfg)
 
     def env(self, base=None):
         env = dict(base or os.environ)
