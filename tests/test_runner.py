@@ -15,6 +15,7 @@ from kit_test import (ROOT, SCRIPTS, StateTest, build, need_root, need_tracer, r
                       tracing_state, unavailable)
 import configs
 import elfinfo
+import kernel
 import paths
 import record
 import stats
@@ -827,6 +828,40 @@ class Sites(StateTest):
         ret = by["ftrace-function-return"]
         self.assertEqual(ret["status"], "ok", ret["reason"])
         self.assertRegex(ret["path"], r"^(uretprobe syscall \(20000 calls seen\)|trap)")
+
+
+    def test_orders_as_the_kernel_says(self):
+        """The other orders of probe and target, with real ftrace: each
+        site's verdict is what kernel.py expects from this kernel's own
+        answer to the uprobe syscall (on 6.18 the nop10 probe is REFUSED
+        attached while running, and the forked child of an optimised nop5
+        CRASHES; on 7.2 both are safe); the 1-byte nop is safe in both
+        orders and its probe saw the target's calls, plus the parent's
+        FORK_CALLS before the fork; nothing is left behind (the state
+        check), the held target included."""
+        need_tracer(self, "ftrace")
+        names = ["site-sdt-ftrace-running", "site-sdt-ftrace-fork",
+                 "site-sdt-nop10-at1-ftrace-running", "site-sdt-nop5-ftrace-fork"]
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--quick", "1", "--threads", "1", "--iter", "20000", "--configs",
+                     ",".join(names)], res)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rows, folder = rows_of(res)
+            typed, meta, _ = record.load(folder)
+        a = stats.analyse(typed, meta)
+        if kernel.answer(meta) == "unknown":
+            unavailable(self, "the kernel's uprobe optimisation is unknown: nothing to expect")
+        sites = {s["config"]: s for s in a["sites"]}
+        self.assertEqual(sorted(sites), sorted(names))
+        for name, s in sites.items():
+            with self.subTest(config=name):
+                self.assertEqual(kernel.check(meta, s), "", s)
+                self.assertEqual(s["attach"], configs.BY_NAME[name].attach)
+        by = {x["config"]: x for x in rows}
+        self.assertEqual(by["site-sdt-ftrace-running"]["events_seen"], "20000")
+        fork = by["site-sdt-ftrace-fork"]
+        self.assertEqual((fork["status"], fork["events_seen"], fork["fork_calls"]),
+                         ("ok", str(20000 + configs.FORK_CALLS), str(configs.FORK_CALLS)))
 
 
 class Leftovers(StateTest):
