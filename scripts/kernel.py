@@ -36,6 +36,7 @@ VERDICTS = {
     "NEVER FIRES": "the probe attached without an error and saw no event",
     "safe": "the probe fired and the canary stayed whole",
 }
+BAD = tuple(v for v in VERDICTS if v != "safe")  # what a reader must not miss
 ANSWERS = ("ENOSYS", "ENXIO", "EPROTO")
 REFUSED_ERRNO = 524  # ENOTSUPP, the kernel's own errno, which libc has no name for
 

@@ -46,7 +46,6 @@ def cost_cell(c):
     return f_overhead(c.get("overhead"))
 
 
-BAD = tuple(v for v in kernel.VERDICTS if v != "safe")
 # How site_lines names an order of attach (configs.ATTACH).
 ORDER_WORDS = {"before": "attached first", "running": "attached while it ran",
                "fork": "in a child forked after it fired"}
@@ -57,7 +56,7 @@ def unsafe_sites(a):
     CRASHES here, in any order (the -canary build's verdict holds for its
     plain twin)."""
     return {kernel.site_name(s["build"]) for s in a.get("sites", [])
-            if s["verdict"] in BAD}
+            if s["verdict"] in kernel.BAD}
 
 
 def cost_rows(a):
@@ -107,7 +106,7 @@ def site_lines(a, meta=None):
     each site that contradicts what this kernel was expected to do."""
     out = {}
     for s in a.get("sites", []):
-        if s["verdict"] in BAD:
+        if s["verdict"] in kernel.BAD:
             site = kernel.site_name(s["build"])
             out.setdefault((s["verdict"], site), {}).setdefault(
                 (s["tracer"], s.get("attach") or "before"), s)

@@ -25,7 +25,7 @@ Y2011_CONFIGS = ("stap-function", "stap-function-time", "stap-mark", "stap-mark-
 
 # Verdicts a reader must not miss, as plain bold text (it renders in any
 # Markdown viewer and reads in a terminal).
-VERDICTS = tuple(v for v in kernel.VERDICTS if v != "safe")
+VERDICTS = kernel.BAD
 NOTE_AT = 60  # characters: a longer reason becomes a numbered note
 
 
