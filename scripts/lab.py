@@ -125,6 +125,9 @@ def parse_args(argv):
             ("ICOUNT", params.flag01("ICOUNT"), "1",
              "1: under TCG the guest counts instructions (QEMU -icount shift=0, one vCPU), and "
              "the rows' unit is instructions; 0: plain TCG, counts and statuses only"),
+            ("STAP_TIMING", params.flag01("STAP_TIMING"), "0",
+             "1: SystemTap's modules built with stap -t; each row's note gives the handler's "
+             "own cycles per hit from the module's hit report (no flight recorder then)"),
             ("ACCEL", params.one_of("ACCEL", "auto", "kvm", "tcg"), "auto",
              "auto: KVM if the guest reaches userspace with it, else TCG"),
             ("LAB_TIME_LIMIT", params.seconds_in("LAB_TIME_LIMIT", 0, 86400), "0",
@@ -299,7 +302,7 @@ class Suite:
         os.makedirs(out, exist_ok=True)
         tree = f"/lib/modules/{rel}/build"
         be = stap.Stap()
-        be.runtime = "module"
+        be.runtime, be.timing = "module", bool(self.args.stap_timing)
         with Mounts(self.rootfs):
             for cfg in [c for c in self.configs() if c.tracer == "stap"]:
                 mod = stap.prebuilt_name(cfg)
@@ -307,10 +310,16 @@ class Suite:
                 t0 = time.monotonic()
                 # From the kit's root: the scripts name the target relative to
                 # it, as users run them; pass 4 leaves MOD.ko there.
+                cmd = ["chroot", self.rootfs, "sh", "-c", 'cd "$1" && shift && exec "$@"',
+                       "sh", GUEST_KIT, "stap", "-p4", "-r", tree, "-m", mod, *flags,
+                       cfg.script]
                 try:
-                    sh(["chroot", self.rootfs, "sh", "-c", 'cd "$1" && shift && exec "$@"',
-                        "sh", GUEST_KIT, "stap", "-p4", "-r", tree, "-m", mod, *flags,
-                        cfg.script], self.log, timeout=1200)
+                    if be.reports(cfg):  # its hit report is built only on a terminal
+                        rc, text = stap.on_a_tty(cmd, self.log, 1200)
+                        if rc != 0:
+                            raise LabError(stap.first_error(text) if rc else "timed out")
+                    else:
+                        sh(cmd, self.log, timeout=1200)
                 except LabError as e:  # that configuration's rows say why; the rest run
                     self.unbuilt[cfg.name] = f"its module did not build in the chroot: {e}"
                     say(f"lab: {self.name}: {cfg.name}: {self.unbuilt[cfg.name]}")
@@ -329,6 +338,7 @@ class Suite:
         run = " ".join(["python3", "scripts/run.py", "--configs", cfgs, "--threads", "1..2",
                         "--quick", "1", *size, "--no-install", "1", "--no-report",
                         *(["--miss", str(self.args.miss)] if self.args.miss else []),
+                        *(["--stap-timing", "1"] if self.args.stap_timing else []),
                         "--results", f"{GUEST_KIT}/results"])
         text = f"""#!/bin/sh
 # The guest's init (make lab): mount what the kit needs, run its runner on

@@ -48,7 +48,7 @@ STATUSES = {
     "dropped": "the tracer said it lost events (its own drop counter): it did not keep up",
     "overwritten": "a flight recorder whose buffer wrapped kept only the newest events, "
                    "with no gap among those it kept",
-    "unverified": "the configuration cannot count its events (e.g. -DSTP_ALIBI)",
+    "unverified": "the configuration cannot count its events (a configuration whose expect is 'unverifiable')",
     "mismatch": "the tracer saw a different number of events than expected, and said "
                 "nothing of a loss",
     "corrupted": "the probe changed the program's data: calls whose red-zone sentinel was "

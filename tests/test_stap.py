@@ -8,6 +8,7 @@ import platform
 import re
 import tempfile
 import time
+import types
 import unittest
 
 from kit_test import (ROOT, StateTest, need, need_build, need_root, need_tracer, run,
@@ -15,6 +16,7 @@ from kit_test import (ROOT, StateTest, need, need_build, need_root, need_tracer,
 from test_runner import STAPBPF_ABORT, kit, rows_of
 import configs
 import tracers
+from tracers.base import TracerError
 from tracers.stap import STUB
 
 STAP = tracers.get("stap")
@@ -198,6 +200,36 @@ class Preflight(unittest.TestCase):
                 fix = tracers.stap.known_fix(error)
                 self.assertTrue(fix.startswith(" (fixed in SystemTap 5.2, " + commit), fix)
         self.assertEqual(tracers.stap.known_fix("make: *** No rule to make target 'modules'"), "")
+
+    def test_hit_report(self):
+        """A hit report as SystemTap 5.6's module printed it in make lab's
+        guest (the marker's probe resolved to a statement, its mark in the
+        derivation) gives the hits; with -t, the handler's cycles too; a
+        report without the probe's line is 0 events (an alibi probe that
+        never fired); no report at all is an error, never a count."""
+        alibi = ('process("/kit/build/benchmark-sdt").statement(0x3ec0), (stp/mark-empty.stp:'
+                 '9:1), hits: 40000, from: process("/kit/build/benchmark-sdt").statement(0x3ec0)'
+                 ' from: process("build/benchmark-sdt").mark("single_trace"), index: 0')
+        timed = alibi.replace("hits: 40000,", "hits: 40000, cycles: 560min/850avg/21000max, "
+                              "variance: 5,")
+        end = "end, (stp/mark-empty.stp:17:1), hits: 1, from: end, index: 2"
+        be = tracers.stap.Stap()
+        with tempfile.TemporaryDirectory() as tmp:
+            run = types.SimpleNamespace(log=os.path.join(tmp, "log"),
+                                        cfg=configs.BY_NAME["stap-mark-alibi"],
+                                        state=tracers.stap.State(flags="-DSTP_ALIBI"))
+            for body, seen, note in ((alibi, 40000, "(-DSTP_ALIBI: no handler ran)"),
+                                     (timed, 40000, "cycles a hit (stap -t): 560 min, 850 avg"),
+                                     ("", 0, "no line for single_trace's probe")):
+                with open(run.log, "w") as f:
+                    f.write(f'{{"build":"sdt"}}\n{tracers.stap.HIT_REPORT} \n{body}\n{end}\n')
+                ev = be.hit_report(run)
+                self.assertEqual(ev.seen, seen)
+                self.assertIn(note, ev.note)
+            with open(run.log, "w") as f:
+                f.write("events: 40000\n")
+            with self.assertRaisesRegex(TracerError, "no probe hit report"):
+                be.hit_report(run)
 
     def test_the_runtime_choice_follows_it(self):
         """Where modules load but the pre-flight fails: auto falls back to

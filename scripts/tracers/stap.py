@@ -32,19 +32,34 @@ a failure names the first compiler error.
 STAP_MODULES=DIR (what `make lab` sets in its guests) loads modules built
 beforehand, DIR/kit_CONFIG.ko, with `staprun -L` instead of compiling in
 the run: a guest under emulation compiles at a tenth of the host's speed.
+
+The hit report: a module built with -DSTP_ALIBI (stap-mark-alibi: every
+handler skipped, the count too) or -t (STAP_TIMING=1: each handler timed)
+prints, as it unloads, "----- probe hit report:" and a line per probe with
+its hits (and with -t its cycles min/avg/max).  Two things hide it: stap
+compiles it out of the module unless stap's own stdout is a terminal (it
+defines STP_STDOUT_NOT_ATTY otherwise: found in SystemTap 5.6's generated
+C), so such a module is built by `stap -p4` on a pseudo-terminal
+(on_a_tty()); and nobody reads a flight recorder's output when the module
+unloads, so such a run is not flight-recorded: `staprun KO -c TARGET` runs
+the target, the module's output joins the target's on stdout (the run's
+log), and the hits decide the count.
 """
 import gzip
 import json
 import os
 import platform
+import pty
 import re
+import select
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 
-from params import Param, folder, one_of
+from params import Param, flag01, folder, one_of
 from . import tracefs
 from .base import (LOG_TAIL, LONG_TIMEOUT_S, TOOL_TIMEOUT_S, Events, RunState, Tracer,
                    TracerError, live, wait_for)
@@ -55,6 +70,14 @@ SHIM = os.path.join(ROOT, "build", "memlock-shim.so")
 MODULE_FLAGS = ["-DSTP_NO_OVERLOAD"]
 MODULE_LIVE_S = 30  # for a module `stap -F` loaded to become live
 PREFLIGHT_CACHE = os.path.join(ROOT, "build", "stap-preflight.json")
+HIT_REPORT = "----- probe hit report:"
+# A hit report's line (the runtime's format: "PP, (LOCATION), hits: N,"
+# then with -t "cycles: MINmin/AVGavg/MAXmax, variance: V," then the
+# derivation, "from: ...mark("single_trace")" for the marker's probe, whose
+# PP is the statement it resolved to): its hits, and with -t the unit
+# (cycles, or nsecs) and min/avg/max.
+HIT_LINE = re.compile(r'hits: (\d+),(?:\s*(\w+): (\d+)min/(\d+)avg/(\d+)max)?')
+HIT_PROBE = '"single_trace")'  # on the line of the probe on single_trace
 TARGET = "build/benchmark-sdt"  # what the scripts in stp/ probe
 # The mark probe's handler must do something: an empty probe is elided,
 # and with it the uprobes runtime whose compilation fails on some kernels.
@@ -97,6 +120,39 @@ KNOWN_ERRORS = (
      "the stable backport 861f20039d64"),
     ("uprobe_unregister' undeclared", "5.2", "b1d109410, PR32194: Linux 6.12's uprobe API"),
 )
+
+
+def on_a_tty(cmd, log, timeout, cwd=None):
+    """Runs CMD with stdout and stderr on a pseudo-terminal, its output
+    appended to LOG: stap builds a module's hit report only where its
+    stdout is a terminal.  Returns (exit status, output); a command still
+    running at TIMEOUT seconds is killed (status None)."""
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
+                             cwd=cwd, start_new_session=True)
+    finally:
+        os.close(slave)
+    out, deadline = [], time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if select.select([master], [], [], 1)[0]:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # EIO: every writer has closed the terminal
+                    data = b""
+                if not data:
+                    break
+                out.append(data)
+        else:
+            p.kill()
+    finally:
+        os.close(master)
+        rc = p.wait()
+    text = b"".join(out).decode(errors="replace").replace("\r\n", "\n")
+    with open(log, "a") as f:
+        f.write("$ " + " ".join(cmd) + " (on a terminal)\n" + text[-LOG_TAIL:])
+    return (None if time.monotonic() >= deadline else rc), text
 
 
 def known_fix(error):
@@ -181,6 +237,7 @@ class State(RunState):
     flags: str = None  # stap's flags for this run
     module: str = None  # the module's name, once built
     out: str = None  # stap -o file (bpf runtime)
+    ko: str = None  # the module staprun -c runs (hit-report runs)
 
 
 class Stap(Tracer):
@@ -194,6 +251,7 @@ class Stap(Tracer):
         self.why = ""  # why that runtime
         self.preload = False
         self.modules = None  # STAP_MODULES: a folder of modules built beforehand
+        self.timing = False  # STAP_TIMING: stap -t on the module runtime
 
     # -- choosing the runtime -------------------------------------------------
     def module_reason(self):
@@ -228,11 +286,16 @@ class Stap(Tracer):
                       "SystemTap's runtime: auto is module where it works, else bpf"),
                 Param("STAP_MODULES", folder("STAP_MODULES"), "",
                       "a folder of modules built beforehand (kit_CONFIG.ko, what make lab "
-                      "builds): loaded with staprun -L instead of compiled", "none")]
+                      "builds): loaded with staprun -L instead of compiled", "none"),
+                Param("STAP_TIMING", flag01("STAP_TIMING"), False,
+                      "1: on the module runtime, stap -t: each run's note gives the handler's "
+                      "own cycles per hit from the module's hit report, beside the event's "
+                      "whole cost (no flight recorder then)", "0")]
 
     def choose(self, args):
         forced = None if args.stap_runtime == "auto" else args.stap_runtime
         self.modules = args.stap_modules or None
+        self.timing = bool(args.stap_timing)
         if self.pick(forced):  # neither runtime: each row's skip reason says why
             return None
         return f"SystemTap runs on the {self.runtime} runtime: {self.why}"
@@ -313,7 +376,13 @@ class Stap(Tracer):
     def cfg_flags(self, cfg):
         """stap's flags for CFG on this runtime (make lab builds its modules
         with them)."""
-        return self.base_flags() + (["-DSTP_ALIBI"] if cfg.mode == "alibi" else [])
+        return self.base_flags() + (["-DSTP_ALIBI"] if cfg.mode == "alibi" else []) + (
+            ["-t"] if self.timing and self.runtime == "module" else [])
+
+    def reports(self, cfg):
+        """CFG is counted from the module's hit report (module runtime,
+        -DSTP_ALIBI or -t): built on a terminal, run by staprun -c."""
+        return self.runtime == "module" and (cfg.mode == "alibi" or self.timing)
 
     def flags(self, run):
         return self.cfg_flags(run.cfg)
@@ -332,6 +401,23 @@ class Stap(Tracer):
     def attach(self, run):
         run.state.flags = " ".join(self.flags(run))
         if self.runtime != "module":
+            return
+        if self.reports(run.cfg):  # wrap() runs it, with the target
+            if self.modules:
+                mod = run.state.module = prebuilt_name(run.cfg)
+                run.state.ko = os.path.join(self.modules, mod + ".ko")
+                if not os.path.exists(run.state.ko):
+                    raise TracerError(f"STAP_MODULES has no {mod}.ko for {run.cfg.name}")
+                return
+            mod = self.module_name(run)
+            rc, text = on_a_tty(["stap", "-p4", "-m", mod, *self.flags(run),
+                                 os.path.join(ROOT, run.cfg.script)], run.log,
+                                LONG_TIMEOUT_S, cwd=run.scratch)
+            if rc != 0:
+                raise TracerError(f"stap -p4 of {run.cfg.script} failed: "
+                                  + (first_error(text) if rc else "timed out"))
+            run.state.ko = os.path.join(run.scratch, mod + ".ko")
+            run.state.module = mod
             return
         if self.modules:  # built beforehand: load it in flight-recorder mode
             mod = prebuilt_name(run.cfg)
@@ -355,6 +441,8 @@ class Stap(Tracer):
             raise TracerError(f"stap module {mod} did not become live in {MODULE_LIVE_S} s")
 
     def wrap(self, run, cmd):
+        if self.reports(run.cfg):  # the module's output joins the target's stdout
+            return ["staprun", run.state.ko, "-c", " ".join(cmd)]
         if self.runtime == "module":
             return cmd
         out = run.state.out = os.path.join(run.scratch, "stap.out")
@@ -374,12 +462,31 @@ class Stap(Tracer):
                 return True
         return False
 
+    def hit_report(self, run):
+        """Events from the module's hit report (reports()), which staprun
+        wrote to the run's stdout, copied to its log."""
+        with open(run.log) as f:
+            text = f.read()
+        if HIT_REPORT not in text:
+            raise TracerError("the module printed no probe hit report")
+        lines = [ln for ln in text[text.rindex(HIT_REPORT):].splitlines() if HIT_PROBE in ln]
+        m = HIT_LINE.search(lines[0]) if lines else None
+        note = f"module runtime, flags {run.state.flags}; counted from the probe hit report"
+        if run.cfg.mode == "alibi":
+            note += " (-DSTP_ALIBI: no handler ran)"
+        if m is None:  # an alibi probe that never fired has no line
+            return Events(0, 0, note + "; no line for single_trace's probe",
+                          runtime=self.runtime)
+        if m.group(2):
+            note += (f"; the handler's own {m.group(2)} a hit (stap -t): {m.group(3)} min, "
+                     f"{m.group(4)} avg, {m.group(5)} max")
+        return Events(int(m.group(1)), 0, note, runtime=self.runtime)
+
     def events(self, run):
+        if self.reports(run.cfg):
+            return self.hit_report(run)
         if self.runtime == "module":
             mod = run.state.module
-            if run.cfg.mode == "alibi":
-                return Events(None, 0, "-DSTP_ALIBI skips every handler, the count too: "
-                              "unverifiable", runtime=self.runtime)
             with open(f"/proc/systemtap/{mod}/events") as f:
                 text = f.read()
             note = f"module runtime, flags {run.state.flags}"
