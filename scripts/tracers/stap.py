@@ -53,6 +53,7 @@ import pty
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -144,8 +145,8 @@ def on_a_tty(cmd, log, timeout, cwd=None):
                 if not data:
                     break
                 out.append(data)
-        else:
-            p.kill()
+        else:  # the whole session: chroot, sh, stap and its compilers
+            os.killpg(p.pid, signal.SIGKILL)
     finally:
         os.close(master)
         rc = p.wait()
