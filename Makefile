@@ -94,12 +94,12 @@ build/site-%/sys/sdt.h: $(BUILD_TABLE)
 	case "$$spec" in *'|'*) pre=$${spec%%|*};; *) pre=;; esac; \
 	post=$$(echo "$${spec#*|}" | $(byte_list)); \
 	prebytes=$${pre:+$$(echo $$pre | $(byte_list))}; \
-	if [ -n "$$page" ]; then prebytes="jmp 996f; .p2align 12; .skip $$((4092 - $${#pre} / 2)); 996: $$prebytes"; pre=page; fi; \
+	if [ -n "$$page" ]; then prebytes="jmp 996f; .p2align 12; .skip $$((4092 - $${#pre} / 2)); 996: $$prebytes"; fi; \
 	cp "$$(dirname "$$src")/sdt-config.h" $(@D)/ && \
 	sed -e "s/^#define _SDT_NOP\tnop$$/#define _SDT_NOP\t$$post/" \
-	    $${pre:+-e "s/_SDT_ASM_1(990:\t_SDT_NOP)/_SDT_ASM_1($$prebytes; 990:\t_SDT_NOP)/"} \
+	    $${prebytes:+-e "s/_SDT_ASM_1(990:\t_SDT_NOP)/_SDT_ASM_1($$prebytes; 990:\t_SDT_NOP)/"} \
 	    "$$src" > $@ && \
-	test "$$(diff "$$src" $@ | grep -c '^>')" = "$$(( $${pre:+1} + 1 ))" || { echo "make: could not make the site $$spec in $$src" >&2; exit 1; }
+	test "$$(diff "$$src" $@ | grep -c '^>')" = "$$(( $${prebytes:+1} + 1 ))" || { echo "make: could not make the site $$spec in $$src" >&2; exit 1; }
 
 build/ust_provider.o: src/ust_provider.c src/ust_tp.h | build
 	@$(if $(Q),echo "  CC      $@")
