@@ -11,8 +11,11 @@ A benchmark, not a test.  Each try runs, one after the other:
    the idle marker's cost per call being the difference of the means over
    ITER, with Welch's 95% interval from hyperfine's own per-run times;
 2. the kit: `scripts/run.py --configs baseline,idle-sdt --threads 1`
-   (warm-ups, adaptive runs, PRECISION_NS as given), its overhead interval
-   from report.json;
+   (adaptive runs, PRECISION_NS and MAX_RUNS as given, its default run
+   lengths), its overhead interval from the statistics the report uses
+   (stats.analyse), the kit's wall time being the whole command's (its
+   make, its checks, its warm-ups where needed, its runs) less the report,
+   which hyperfine has no counterpart of;
 and prints per try each one's wall time, estimate and interval half-width,
 so that "same or narrower intervals in the same wall time" can be read
 off.  Needs hyperfine and `make` (the builds); no root.
@@ -29,7 +32,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from stats import welch_ci  # noqa: E402
+from record import load  # noqa: E402
+from stats import analyse, welch_ci  # noqa: E402
 
 
 def hyperfine(n, runs, tmp):
@@ -46,20 +50,19 @@ def hyperfine(n, runs, tmp):
     return wall, m, (hi - lo) / 2
 
 
-def kit(precision_ns, tmp):
+def kit(precision_ns, max_runs, tmp):
     res = os.path.join(tmp, "results")
     os.makedirs(res, exist_ok=True)
     t0 = time.monotonic()
     subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "run.py"), "--threads", "1",
                     "--configs", "baseline,idle-sdt", "--no-install", "1", "--precision-ns",
-                    str(precision_ns), "--results", res], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=True)
+                    str(precision_ns), "--max-runs", str(max_runs), "--no-report", "--results",
+                    res], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     wall = time.monotonic() - t0
-    with open(os.path.join(res, "latest", "report.json")) as f:
-        cells = json.load(f)["cells"]
-    o = next(c for c in cells if c["config"] == "idle-sdt")["overhead"]
-    runs = next(c for c in cells if c["config"] == "idle-sdt")["n_runs"]
-    return wall, o["mean_ns"], (o["hi_ns"] - o["lo_ns"]) / 2, runs
+    rows, meta, _ = load(os.path.join(res, "latest"))
+    c = next(c for c in analyse(rows, meta) if c["config"] == "idle-sdt")
+    o = c["overhead"]
+    return wall, o["mean_ns"], (o["hi_ns"] - o["lo_ns"]) / 2, c["n_runs"]
 
 
 def main():
@@ -67,7 +70,8 @@ def main():
     p.add_argument("--tries", type=int, default=3)
     p.add_argument("--iter", type=int, default=20_000_000, help="hyperfine: calls a run")
     p.add_argument("--runs", type=int, default=30, help="hyperfine: runs of each program")
-    p.add_argument("--precision-ns", type=float, default=0.05, help="the kit's PRECISION_NS")
+    p.add_argument("--precision-ns", type=float, default=0.02, help="the kit's PRECISION_NS")
+    p.add_argument("--max-runs", type=int, default=30, help="the kit's MAX_RUNS")
     a = p.parse_args()
     if not shutil.which("hyperfine"):
         sys.exit("versus: hyperfine is not installed (Debian package hyperfine)")
@@ -82,7 +86,7 @@ def main():
             widths["hyperfine"].append(h)
             print(f"{i:>3}  {'hyperfine, ' + str(a.runs) + ' runs each':<28} {w:8.1f} {m:13.3f} "
                   f"{h:8.3f}")
-            w, m, h, n = kit(a.precision_ns, tmp)
+            w, m, h, n = kit(a.precision_ns, a.max_runs, tmp)
             widths["kit"].append(h)
             print(f"{i:>3}  {'kit, ' + str(n) + ' runs each':<28} {w:8.1f} {m:13.3f} {h:8.3f}")
     for tool, hs in widths.items():

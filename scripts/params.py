@@ -25,6 +25,7 @@ MAX_RATE = 10 ** 9  # calls/s per thread, as in src/benchmark.c
 TIGHT = "max"  # the rate of today's tight loop
 MAX_RUNS = 1000  # the most runs of a cell RUNS, MIN_RUNS and MAX_RUNS allow
 DEFAULT_TIME_LIMIT = 600  # s, for a run whose cell has no warm-up estimate
+WARM_UPS = ("auto", "all")  # WARM_UP's values, the default first
 TIME_LIMIT_MARGIN = 120  # s added to 10x the warm-up estimate: tracer start and end
 
 
@@ -126,6 +127,16 @@ def folder(name):
     return parse
 
 
+def file_in(name):
+    """A file's path whose folder exists (the file itself may not yet)."""
+    def parse(text):
+        if not text or not os.path.isdir(os.path.dirname(os.path.abspath(text))):
+            raise argparse.ArgumentTypeError(f"{name} '{text}' is not allowed: want a file in "
+                                             "an existing folder")
+        return os.path.abspath(text)
+    return parse
+
+
 def one_of(name, *allowed):
     def parse(text):
         if text not in allowed:
@@ -177,10 +188,17 @@ PARAMS = [
           "THREADS=1..2, no warm-up", "0"),
     Param("NO_INSTALL", flag01("NO_INSTALL"), False, "1: never install missing Debian packages",
           "0"),
-    Param("MAX_RUN_S", seconds_in("MAX_RUN_S", 0, 3600, " (0: no cap)"), 0.5,
+    Param("MAX_RUN_S", seconds_in("MAX_RUN_S", 0, 3600, " (0: no cap)"), 0.1,
           "a traced cell's calls are cut so one run takes about this long (0: ITER)"),
-    Param("MIN_RUN_S", seconds_in("MIN_RUN_S", 0, 3600, " (0: ITER)"), 0.25,
+    Param("MIN_RUN_S", seconds_in("MIN_RUN_S", 0, 3600, " (0: ITER)"), 0.05,
           "an untraced cell's calls are raised so one run lasts at least this long (0: ITER)"),
+    Param("WARM_UP", one_of("WARM_UP", *WARM_UPS), WARM_UPS[0],
+          "auto: a warm-up (which sizes the cell) only where TIMINGS has no per-call time "
+          "for the cell from an earlier run here; all: every cell (the tracer's fixed CPU "
+          "needs one)"),
+    Param("TIMINGS", file_in("TIMINGS"), os.path.join(ROOT, "build", "timings.json"),
+          "what earlier runs here took, per cell: read by the plan and WARM_UP=auto, "
+          "updated by each run", "build/timings.json"),
     Param("PIN", flag01("PIN"), False, "1: pin thread k to the k-th allowed CPU", "0"),
     Param("SEED", int_in("SEED", 0, 2 ** 32 - 1), None,
           "seed of the interleaving shuffle (meta.json records it)", "new each run"),

@@ -1,8 +1,8 @@
 """plan.py: how long a matrix will take, said before it starts and kept up
 to date while it runs.  Each cell's cost is its tracer's start-up and end
 (what a run takes beyond the target's loop) and its per-call time, both
-measured by earlier runs on this machine and cached in build/timings.json
-(per configuration and thread count; a configuration never run here gets a
+measured by earlier runs on this machine and cached in TIMINGS
+(build/timings.json; per configuration and thread count; a configuration never run here gets a
 guess by whether anything is attached).  The runner (run.py) prints the
 plan in one line at the start, an ETA on every progress line, warm-ups
 included, and the total beside the estimate at the end.
@@ -14,16 +14,14 @@ import os
 
 from params import TIGHT, cpus
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CACHE = os.path.join(ROOT, "build", "timings.json")
 # Guesses for a configuration this machine has not run yet: seconds a run
 # takes beyond its loop, and ns per call, by whether a tracer attaches.
 GUESS = {True: (0.5, 5000.0), False: (0.05, 2.0)}
 
 
-def load():
+def load(path):
     try:
-        with open(CACHE) as f:
+        with open(path) as f:
             data = json.load(f)
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
@@ -46,16 +44,38 @@ class Plan:
         calls per thread."""
         self.args, self.cells, self.attached, self.loop_s = args, cells, attached, loop_s
         self.warmup_iter = warmup_iter
-        self.cache = load()
+        self.cache = load(args.timings)
         self.known = 0
         self.spent = self.planned_spent = 0.0
 
     def costs(self, name, threads):
         """(seconds beyond the loop, ns per call) for a cell, cached or guessed."""
         c = self.cache.get(name, {})
-        t = c.get("ns_per_call", {}).get(str(threads))
+        t = self.nearest(name, threads)[0]
         guess = GUESS[self.attached(name)]
         return (c.get("extra_s", guess[0]), t if t is not None else guess[1])
+
+    def cached(self, name, threads):
+        """A cell's wall time per call and thread from earlier timed runs
+        here, or None."""
+        return self.cache.get(name, {}).get("ns_per_call", {}).get(str(threads))
+
+    def nearest(self, name, threads):
+        """(wall time per call and thread, the thread count it was timed at)
+        for a cell: its own from earlier runs here, else the nearest thread
+        count's scaled by how many threads share a CPU (THREADS/CPUs, where
+        above 1); (None, None) where the configuration was never timed here."""
+        have = {int(t): v for t, v in self.cache.get(name, {}).get("ns_per_call", {}).items()}
+        if not have:
+            return None, None
+        m = min(have, key=lambda t: (abs(t - threads), t))
+        share = lambda n: max(1.0, n / cpus())  # noqa: E731
+        return have[m] * share(threads) / share(m), m
+
+    def measured(self, name, threads, ns):
+        """A warm-up here found the cell's wall time per call and thread: the
+        plan's estimates use it from now on."""
+        self.cache.setdefault(name, {}).setdefault("ns_per_call", {})[str(threads)] = ns
 
     def run_s(self, name, threads, rate, warm_up=False):
         extra, ns = self.costs(name, threads)
@@ -65,7 +85,11 @@ class Plan:
                         else self.loop_s(name, threads, ns))
 
     def warm_ups(self):
-        return [] if self.args.quick else [(n, t, r) for n, t, r in self.cells if r == TIGHT]
+        """The cells that get a warm-up: tight-loop ones, unless QUICK; with
+        WARM_UP=auto only those of a configuration never timed here."""
+        return [] if self.args.quick else [
+            (n, t, r) for n, t, r in self.cells if r == TIGHT and (
+                self.args.warm_up == "all" or self.nearest(n, t)[0] is None)]
 
     def runs(self, n):
         return n * sum(self.run_s(*c) for c in self.cells)
@@ -73,9 +97,10 @@ class Plan:
     def expected(self, low, high):
         """Seconds of timed runs if each cell runs as many times as it did
         the last time here (LOW where never), within LOW..HIGH."""
-        return sum(self.run_s(*c) * min(high, max(low, self.cache.get(c[0], {})
-                                                  .get("runs", {}).get(str(c[1]), low)))
-                   for c in self.cells)
+        def runs(name, threads):
+            have = {int(t): v for t, v in self.cache.get(name, {}).get("runs", {}).items()}
+            return have[min(have, key=lambda t: (abs(t - threads), t))] if have else low
+        return sum(self.run_s(*c) * min(high, max(low, runs(*c[:2]))) for c in self.cells)
 
     def line(self, low, high):
         """The plan in one line: LOW..HIGH runs a cell."""
@@ -88,11 +113,12 @@ class Plan:
         span = (fmt_s(est) if low == high else
                 f"{fmt_s(est)} (at least {fmt_s(w + self.runs(low))}, at most "
                 f"{fmt_s(w + self.runs(high))})")
-        seen = sum(1 for n, t, _ in self.cells if str(t) in
-                   self.cache.get(n, {}).get("ns_per_call", {}))
-        src = ("from timings this machine measured before (build/timings.json)" if seen == ncells
-               else f"{seen} of the {ncells} cells timed before on this machine, "
-                    "the rest guessed")
+        seen = sum(1 for n, t, _ in self.cells if self.cached(n, t) is not None)
+        near = sum(1 for n, t, _ in self.cells if self.nearest(n, t)[0] is not None) - seen
+        src = ("from timings this machine measured before (TIMINGS)" if seen == ncells
+               else f"{seen} of the {ncells} cells timed before on this machine"
+                    + (f", {near} scaled from another thread count" if near else "")
+                    + (", the rest guessed" if seen + near < ncells else ""))
         over = sorted({t for _, t, _ in self.cells if t > cpus()})
         sliced = (f"; THREADS {','.join(map(str, over))} exceed the {cpus()} CPUs: "
                   "time-sliced, another experiment (flagged in the report)") if over else ""
@@ -126,6 +152,8 @@ class Plan:
             e = per.setdefault(r["config"], {"extra": [], "ns": {}})
             loop = r["_max_thread_wall_ns"] / 1e9
             e["extra"].append(max(0.0, r["_elapsed"] - loop))
+            if r.get("rep") == 0:  # a warm-up's few calls may fit in one time slice
+                continue
             e["ns"].setdefault(str(r["threads"]), []).append(
                 r["_max_thread_wall_ns"] / r["iterations"])
         for (name, t), n in runs.items():
@@ -137,9 +165,9 @@ class Plan:
             for t, v in e["ns"].items():
                 nsp[t] = round(sorted(v)[len(v) // 2], 4)
         try:
-            tmp = CACHE + ".tmp"
+            tmp = self.args.timings + ".tmp"
             with open(tmp, "w") as f:
                 json.dump(self.cache, f, indent=1, sort_keys=True)
-            os.replace(tmp, CACHE)
+            os.replace(tmp, self.args.timings)
         except OSError:
             pass  # a cache only: the next plan guesses

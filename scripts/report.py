@@ -129,8 +129,11 @@ def to_json(a, meta, warnings, p=None, drawn=None):
 
 
 def has_matplotlib(python):
-    return subprocess.run([python, "-c", "import matplotlib"], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL).returncode == 0
+    """PYTHON can import matplotlib (found, not imported: importing it takes
+    a second)."""
+    return subprocess.run([python, "-c", "import importlib.util, sys; "
+                           "sys.exit(importlib.util.find_spec('matplotlib') is None)"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
 
 
 def plotting_python():

@@ -14,6 +14,7 @@ run.  Input is checked before anything is installed, built or attached.
 Human progress goes to stderr; the machine record is runs.csv.
 """
 import functools
+import math
 import os
 import platform
 import random
@@ -34,6 +35,7 @@ import elfinfo  # noqa: E402
 import params  # noqa: E402
 import paths  # noqa: E402
 import record  # noqa: E402
+import report  # noqa: E402
 import tracers  # noqa: E402
 from params import DEFAULT_TIME_LIMIT, MAX_ITER, TIGHT, TIME_LIMIT_MARGIN, cpus  # noqa: E402
 from plan import Plan, fmt_s  # noqa: E402
@@ -42,7 +44,7 @@ from supervise import Supervisor, say  # noqa: E402
 from tracers.base import TracerError  # noqa: E402
 
 WARMUP_ITER = 20000  # per thread, for the warm-up that also calibrates
-FLOOR_ITER = WARMUP_ITER  # the fewest calls a sized run makes
+FLOOR_ITER = 2000  # the fewest calls a sized run makes
 VERSION_TIMEOUT_S = 20  # for a tool's --version
 
 
@@ -84,8 +86,7 @@ def missing_packages(wanted_tracers):
     pkgs = {p for t in wanted_tracers for p in tracers.get(t).missing().values()}
     r = subprocess.run(["make", "-s", "-C", ROOT, "needs"], stdout=subprocess.PIPE, text=True)
     pkgs |= set(r.stdout.split())
-    if subprocess.run(["/usr/bin/python3", "-c", "import matplotlib"],
-                      stderr=subprocess.DEVNULL).returncode != 0:
+    if not report.has_matplotlib("/usr/bin/python3"):
         pkgs.add("python3-matplotlib")
     return sorted(pkgs)
 
@@ -326,30 +327,42 @@ class Kit:
 
 
 # -- the matrix ----------------------------------------------------------------
-def round125(n, up):
-    """N rounded down (or up) to 1, 2 or 5 times a power of ten."""
-    steps = [m * 10 ** e for e in range(0, 14) for m in (1, 2, 5)]
-    if up:
-        return next((s for s in steps if s >= n), steps[-1])
-    return max([s for s in steps if s <= n] or [1])
+def round2(n, up):
+    """N (> 0) rounded down (or up) to two significant figures, at least 1."""
+    scale = 10 ** max(0, len(str(int(n))) - 2)
+    return max(1, (math.ceil if up else math.floor)(n / scale) * scale)
 
 
-def size_iterations(args, ns_per_call, traced):
-    """(calls per thread, how) for a cell whose warm-up took NS_PER_CALL:
-    a slow (traced) cell gets fewer calls so one run takes ~MAX_RUN_S
-    (never below FLOOR_ITER); a fast untraced one gets more, so one run
-    takes at least MIN_RUN_S and the VM's jitter is averaged out."""
+def size_iterations(args, ns_per_call, traced, source="the warm-up"):
+    """(calls per thread, how) for a cell whose run takes NS_PER_CALL of
+    wall time per call and thread (as SOURCE measured it): a slow (traced)
+    cell gets fewer calls so one run takes ~MAX_RUN_S (never below
+    FLOOR_ITER); a fast untraced one gets more, so one run takes at least
+    MIN_RUN_S and the VM's jitter is averaged out."""
     if traced and args.max_run_s and ns_per_call > 0:
         n = args.max_run_s * 1e9 / ns_per_call
         if n < args.iter:
-            return (max(min(args.iter, FLOOR_ITER), round125(n, up=False)),
-                    f"cut to ~MAX_RUN_S={args.max_run_s:g} s by the warm-up")
+            return (max(min(args.iter, FLOOR_ITER), round2(n, up=False)),
+                    f"cut to ~MAX_RUN_S={args.max_run_s:g} s by {source}")
     if not traced and args.min_run_s and ns_per_call > 0:
         n = args.min_run_s * 1e9 / ns_per_call
         if n > args.iter:
-            return (min(MAX_ITER, round125(n, up=True)),
-                    f"raised to MIN_RUN_S={args.min_run_s:g} s by the warm-up")
+            return (min(MAX_ITER, round2(n, up=True)),
+                    f"raised to MIN_RUN_S={args.min_run_s:g} s by {source}")
     return args.iter, "ITER"
+
+
+def wall_per_call(row, threads, calls):
+    """A run's wall time per call and thread, as a longer run of the same
+    cell would see it: its slowest thread's, or where THREADS exceed the
+    CPUs, its threads' mean CPU time times THREADS/CPUs (a short warm-up's
+    threads each fit in one time slice, so its wall time would not show
+    the slicing a timed run gets)."""
+    wall = row["_max_thread_wall_ns"] / calls
+    cpu = record.split_ns(row.get("thread_cpu_ns") or "")
+    if threads > cpus() and cpu:
+        return max(wall, sum(cpu) / len(cpu) / calls * threads / cpus())
+    return wall
 
 
 def prepare(args, wanted):
@@ -465,7 +478,7 @@ def warm_up(kit, args, c, n, label):
         row = kit.run_one(c, n, kit.calib_iter, 0, sized_by=attempt)
         rows.append(row)
         if row["status"] in record.MEASURED:
-            it, how = size_iterations(args, row["_max_thread_wall_ns"] / kit.calib_iter, traced)
+            it, how = size_iterations(args, wall_per_call(row, n, kit.calib_iter), traced)
             kit.estimate[(c.name, n)] = row["_elapsed"]
             return it, how + (" (retried: the first warm-up failed)"
                               if attempt != "warm-up" else ""), rows
@@ -519,19 +532,29 @@ class Cells:
                            a.precision_ns)
         return why if done else ""
 
-    def left(self, rep, this):
-        """(fewest, most) runs still to come: THIS more in round REP, then
-        each cell still active up to MIN_RUNS (fewest) or MAX_RUNS (most)."""
-        act = self.active()
-        return (this + sum(max(0, self.low - rep) for _ in act),
-                this + sum(max(0, self.high - rep) for _ in act))
+    def left_s(self, plan, warm_ups):
+        """(fewest, most) planned seconds still to come: the WARM_UPS not
+        yet run, then each cell still active up to MIN_RUNS (fewest) or
+        MAX_RUNS (most) runs."""
+        lo = hi = sum(plan.run_s(name, n, TIGHT, warm_up=True) for name, n, _ in warm_ups)
+        for cell in self.active():
+            s, k = plan.run_s(cell[0].name, *cell[1:]), len(self.rows[cell])
+            lo += s * max(0, self.low - k)
+            hi += s * max(0, self.high - k)
+        return lo, hi
 
 
 def matrix(kit, args, runnable):
-    """Every (configuration, threads, rate) cell, in rounds: each round runs
-    every cell not yet done once, in a new shuffled order (drift hits all
-    cells alike, and a cell's extra runs fall in later rounds, never back
-    to back); tight-loop cells first get a warm-up that sizes them."""
+    """Every (configuration, threads, rate) cell, a thread count at a time,
+    ascending: there, each tight-loop cell that needs one first gets a
+    warm-up that sizes it (WARM_UP; the others are sized from TIMINGS,
+    build/timings.json), then the thread count runs in rounds, each round
+    running every cell not yet done once, in a new shuffled order (drift
+    hits all cells alike, and a cell's extra runs fall in later rounds,
+    never back to back).  A cell is measured against the baseline at its
+    own thread count, so only the cells of one thread count need to share
+    the same stretch of time: a round is a thread count's cells, not the
+    whole matrix's."""
     cells = [(c, n, r) for c in runnable for n in args.threads for r in args.rate]
     attached = {c.name: tracers.get(c.tracer).attaches for c in runnable}
     plan = Plan(args, [(c.name, n, r) for c, n, r in cells], attached.get,
@@ -540,47 +563,61 @@ def matrix(kit, args, runnable):
     state = Cells(args, cells)
     say(plan.line(state.low, state.high))
     t0 = time.monotonic()
+    warm_ups = plan.warm_ups()
     sizing, all_rows = {}, []
-    tight = [(c, n) for c, n, r in cells if r == TIGHT]
-    if not args.quick:
-        kit.calib_iter = min(args.iter, WARMUP_ITER)
-        for i, (c, n) in enumerate(tight):
+    kit.calib_iter = min(args.iter, WARMUP_ITER)
+    shuffle = random.Random(args.seed)  # interleaved: drift hits all cells alike
+    nruns = nwarm = 0
+
+    def eta():
+        lo, hi = state.left_s(plan, warm_ups)
+        return plan.eta(lo) + ("" if plan.eta(lo) == plan.eta(hi) else f"..{plan.eta(hi)}")
+    for n in args.threads:
+        block = [cell for cell in cells if cell[1] == n]
+        for c, _, r in block:
+            if r != TIGHT or (c.name, n, r) in warm_ups:
+                continue
+            ns, m = plan.nearest(c.name, n)  # no warm-up: sized by earlier runs here
+            src = "earlier runs here (TIMINGS)" if m == n else (
+                f"earlier runs here at {m} thread{'s' * (m != 1)}, scaled (TIMINGS)")
+            sizing[(c.name, n)] = (size_iterations(args, ns, attached[c.name], src) if ns
+                                   else (args.iter, "ITER"))
+            if ns:
+                kit.estimate[(c.name, n)] = kit.calib_iter * ns / 1e9
+        for c, _, r in [cell for cell in block if (cell[0].name, n, cell[2]) in warm_ups]:
             check_signalled()
-            left = sum(plan.run_s(x.name, m, TIGHT, warm_up=True) for x, m in tight[i:])
             planned = plan.run_s(c.name, n, TIGHT, warm_up=True)
+            nwarm += 1
+            label = f"{nwarm}/{len(plan.warm_ups())}, ETA {eta()}"
+            warm_ups.remove((c.name, n, r))
             t = time.monotonic()
-            it, how, rows = warm_up(kit, args, c, n, f"{i + 1}/{len(tight)}, ETA "
-                                    f"{plan.eta(left + plan.expected(state.low, state.high))}")
+            it, how, rows = warm_up(kit, args, c, n, label)
             plan.done(planned, time.monotonic() - t)
+            if rows[-1]["status"] in record.MEASURED:
+                plan.measured(c.name, n, wall_per_call(rows[-1], n, kit.calib_iter))
             sizing[(c.name, n)] = (it, how)
             all_rows += rows
-    shuffle = random.Random(args.seed)  # interleaved: drift hits all cells alike
-    rep = nruns = 0
-    timed_s = 0.0
-    while state.active():
-        rep += 1
-        order = state.active()
-        shuffle.shuffle(order)
-        for k, cell in enumerate(order):
-            check_signalled()
-            c, n, r = cell
-            it, how = sizing.get((c.name, n), (args.iter, "ITER"))
-            extra, ns = plan.costs(c.name, n)
-            planned = extra + (it * ns / 1e9 if r == TIGHT else args.duration)
-            t = time.monotonic()
-            row = kit.run_one(c, n, it, rep, sized_by=how, rate=r, judge=state.judge(cell))
-            plan.done(planned, time.monotonic() - t)
-            timed_s += time.monotonic() - t
-            all_rows.append(row)
-            nruns += 1
-            lo, hi = state.left(rep, len(order) - k - 1)
-            per = timed_s / nruns  # the mean run so far
-            eta = fmt_s(lo * per) + ("" if lo == hi else f"..{fmt_s(hi * per)}")
-            size = f"iter={it}" if r == TIGHT else f"rate={r}/s for {args.duration:g} s"
-            tail = f"{row['status']}" + (f" ({row['reason']})" if row.get("reason") else "")
-            stop = f" [stopped: {row['stopped']}]" if row.get("stopped") else ""
-            say(f"[round {rep}, {k + 1}/{len(order)}] {c.name} threads={n} {size}: "
-                f"{tail}{stop}  ETA {eta}")
+        rep = 0
+        while any(cell not in state.stopped for cell in block):
+            rep += 1
+            order = [cell for cell in block if cell not in state.stopped]
+            shuffle.shuffle(order)
+            for k, cell in enumerate(order):
+                check_signalled()
+                c, _, r = cell
+                it, how = sizing.get((c.name, n), (args.iter, "ITER"))
+                extra, ns = plan.costs(c.name, n)
+                planned = extra + (it * ns / 1e9 if r == TIGHT else args.duration)
+                t = time.monotonic()
+                row = kit.run_one(c, n, it, rep, sized_by=how, rate=r, judge=state.judge(cell))
+                plan.done(planned, time.monotonic() - t)
+                all_rows.append(row)
+                nruns += 1
+                size = f"iter={it}" if r == TIGHT else f"rate={r}/s for {args.duration:g} s"
+                tail = f"{row['status']}" + (f" ({row['reason']})" if row.get("reason") else "")
+                stop = f" [stopped: {row['stopped']}]" if row.get("stopped") else ""
+                say(f"[threads={n} round {rep}, {k + 1}/{len(order)}] {c.name} {size}: "
+                    f"{tail}{stop}  ETA {eta()}")
     plan.learn(all_rows)
     say(f"run: {nruns} runs and {len(all_rows) - nruns} warm-ups in "
         f"{fmt_s(time.monotonic() - t0)}; the plan said about {fmt_s(plan.total)}")

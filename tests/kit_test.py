@@ -1,10 +1,12 @@
 """kit_test.py: what the tests share: paths, running the kit's programs,
 and a snapshot of the machine's tracing state to compare before/after."""
+import atexit
 import glob
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -22,6 +24,14 @@ def build(name):
 # that would be skipped for want of one is a failure there: a green CI
 # means every tracer ran.
 IN_CI = os.environ.get("CI") == "true"
+
+# The runs the tests make keep their timings (TIMINGS, which the plan and
+# WARM_UP=auto read) in a file of the suite's own, not in the checkout's
+# build/timings.json, so that a test run changes no later `make run`.
+if "TIMINGS" not in os.environ:
+    _timings = tempfile.mkdtemp(prefix="kit-test-timings-")
+    atexit.register(shutil.rmtree, _timings, True)
+    os.environ["TIMINGS"] = os.path.join(_timings, "timings.json")
 
 
 def unavailable(tc, why):

@@ -5,6 +5,7 @@ import csv
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -556,29 +557,84 @@ class Sizing(StateTest):
         return runner.parse_args(["--iter", "1000000", "--max-run-s", "2", "--min-run-s", "1",
                                   *extra])
 
-    def test_round125(self):
+    def test_round2(self):
         import run as runner
-        for n, up, want in ((1, False, 1), (19999, False, 10000), (20000, False, 20000),
-                            (49999, False, 20000), (50001, False, 50000), (7, True, 10),
-                            (100, True, 100), (101, True, 200), (201, True, 500)):
+        for n, up, want in ((1, False, 1), (19999, False, 19000), (20000, False, 20000),
+                            (83333.3, False, 83000), (0.4, True, 1), (7, True, 7),
+                            (100, True, 100), (101, True, 110), (833333333.3, True, 840000000)):
             with self.subTest(n=n, up=up):
-                self.assertEqual(runner.round125(n, up), want)
+                self.assertEqual(runner.round2(n, up), want)
 
     def test_size_iterations(self):
         import run as runner
         a = self.args()
-        # Traced, 5 us a call: 2 s / 5 us = 400000, rounded down to 200000.
-        self.assertEqual(runner.size_iterations(a, 5000, True)[0], 200000)
-        # Traced, 1 ms a call: 2000 calls, raised to the floor.
-        self.assertEqual(runner.size_iterations(a, 1e6, True)[0], runner.FLOOR_ITER)
+        # Traced, 5 us a call: 2 s / 5 us = 400000; 6 us: 333333, down to 330000.
+        self.assertEqual(runner.size_iterations(a, 5000, True)[0], 400000)
+        self.assertEqual(runner.size_iterations(a, 6000, True)[0], 330000)
+        # Traced, 10 ms a call: 200 calls, raised to the floor (2000).
+        self.assertEqual(runner.size_iterations(a, 1e7, True)[0], runner.FLOOR_ITER)
         # Traced but fast: ITER.
         self.assertEqual(runner.size_iterations(a, 10, True), (1000000, "ITER"))
-        # Untraced, 1.2 ns a call: 1 s / 1.2 ns = 833333334, rounded up to 1e9.
+        # Untraced, 1.2 ns a call: 1 s / 1.2 ns = 833333333, rounded up to 840000000.
         it, how = runner.size_iterations(a, 1.2, False)
-        self.assertEqual(it, 1000000000)
+        self.assertEqual(it, 840000000)
         self.assertIn("MIN_RUN_S=1", how)
         self.assertEqual(runner.size_iterations(self.args("--min-run-s", "0"), 1.2, False)[0],
                          1000000)
+
+    def test_time_sliced_warm_up(self):
+        """A warm-up's threads above the CPUs each fit in one time slice, so
+        its wall time per call is that of one CPU; a timed run's threads
+        share the CPUs: its CPU time per call times THREADS/CPUs."""
+        import run as runner
+        ncpu = runner.cpus()
+        row = {"_max_thread_wall_ns": 22000, "thread_cpu_ns": "21000;23000"}
+        # 20000 calls, 1.1 ns of wall and 1.1 ns of CPU a call on average.
+        self.assertAlmostEqual(runner.wall_per_call(row, 1, 20000), 1.1)
+        self.assertAlmostEqual(runner.wall_per_call(row, 4 * ncpu, 20000), 1.1 * 4)
+        # A traced warm-up long enough to be sliced: its own wall time wins.
+        row = {"_max_thread_wall_ns": 20000 * 5000 * 4, "thread_cpu_ns": "100000000"}
+        self.assertAlmostEqual(runner.wall_per_call(row, 4 * ncpu, 20000), 20000.0)
+
+    def test_sized_from_earlier_runs(self):
+        """WARM_UP=auto: a cell whose configuration an earlier run here
+        timed (TIMINGS) runs no warm-up, and is sized from that run's time
+        per call at its thread count or the nearest; WARM_UP=all warms it
+        up all the same.  Thread counts run one after
+        the other, each in its own rounds."""
+        need_tracer(self, "ftrace")
+        import plan
+        import run as runner
+        with tempfile.TemporaryDirectory() as res:
+            timings = os.path.join(res, "timings.json")
+            argv = ["--iter", "200000", "--runs", "2", "--max-run-s", "0.05", "--min-run-s",
+                    "0.05", "--configs", "baseline,ftrace-sdt", "--timings", timings]
+            first = kit(["--threads", "1", *argv], res)
+            self.assertEqual(first.returncode, 0, first.stderr[-2000:])
+            self.assertIn("2 warm-ups", first.stderr)
+            cache = plan.load(timings)
+            shutil.rmtree(rows_of(res)[1])
+            second = kit(["--threads", "1,2", *argv], res)
+            self.assertEqual(second.returncode, 0, second.stderr[-2000:])
+            self.assertRegex(second.stderr, r"run: plan: 4 cells .*, 0 warm-ups, 2 runs each")
+            rows, folder = rows_of(res)
+            shutil.rmtree(folder)
+            third = kit(["--threads", "1", "--warm-up", "all", *argv], res)
+            self.assertIn("2 warm-ups", third.stderr)
+            a = runner.parse_args(argv)
+        self.assertEqual([r for r in rows if r["rep"] == "0"], [])
+        # 2 threads were never timed: 1 thread's time, scaled by how many
+        # threads share a CPU (1 below the CPUs).
+        share = {n: max(1, n / runner.cpus()) for n in (1, 2)}
+        for r in rows:
+            n, traced = int(r["threads"]), r["config"] != "baseline"
+            src = ("earlier runs here (TIMINGS)" if n == 1 else
+                   "earlier runs here at 1 thread, scaled (TIMINGS)")
+            ns = cache[r["config"]]["ns_per_call"]["1"] * share[n] / share[1]
+            want = runner.size_iterations(a, ns, traced, src)
+            self.assertEqual((int(r["iterations"]), r["sized_by"]), want, r)
+        order = [r["threads"] for r in rows if r["rep"] != "0"]
+        self.assertEqual(order, sorted(order), "a thread count's runs before the next's")
 
     def test_time_limit_from_the_warm_up(self):
         import run as runner
@@ -616,7 +672,7 @@ class Sizing(StateTest):
         traced, untraced = configs.BY_NAME["ftrace-sdt"], configs.BY_NAME["baseline"]
         k = Kit(["failed", "ok"])
         it, how, _ = runner.warm_up(k, a, traced, 1, "1/1")
-        self.assertEqual((it, k.calls[1][2]), (200000, "warm-up retry"))
+        self.assertEqual((it, k.calls[1][2]), (400000, "warm-up retry"))
         self.assertIn("retried", how)
         k = Kit(["failed", "failed"])
         it, how, _ = runner.warm_up(k, a, traced, 1, "1/1")
@@ -632,7 +688,8 @@ class Sizing(StateTest):
         import run as runner
         with tempfile.TemporaryDirectory() as res:
             r = kit(["--threads", "1", "--iter", "200000", "--runs", "1", "--max-run-s", "0.05",
-                     "--min-run-s", "0.05", "--configs", "baseline,ftrace-sdt"], res)
+                     "--min-run-s", "0.05", "--configs", "baseline,ftrace-sdt", "--warm-up",
+                     "all"], res)
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
             rows, folder = rows_of(res)
             with open(os.path.join(folder, "meta.json")) as f:
@@ -667,14 +724,14 @@ class Adaptive(StateTest):
         with tempfile.TemporaryDirectory() as res:
             r = kit(["--threads", "1", "--iter", "200000", "--max-run-s", "0.05",
                      "--min-run-s", "0.05", "--min-runs", "2", "--max-runs", "5",
-                     "--configs", "baseline,idle-sdt,ftrace-sdt"], res)
+                     "--configs", "baseline,idle-sdt,ftrace-sdt", "--warm-up", "all"], res)
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
             _, folder = rows_of(res)
             rows, _, _ = record.load(folder)
         self.assertRegex(r.stderr, r"run: plan: 3 cells \(3 configurations x THREADS=1\), "
                                    r"3 warm-ups, 2\.\.5 runs \(until PRECISION\) each: about "
                                    r"\d+s \(at least \d+s, at most \d+s\)")
-        self.assertRegex(r.stderr, r"\[warm-up 1/3, ETA \d+s\]")
+        self.assertRegex(r.stderr, r"\[warm-up 1/3, ETA \d+s(\.\.\d+s)?\]")
         self.assertRegex(r.stderr, r"run: \d+ runs and 3 warm-ups in \d+s; the plan said about")
         # Each decision replayed from runs.csv, whose rows are in the order
         # they ran: settle() on a cell's runs so far, against the
