@@ -86,10 +86,17 @@ class Plan:
 
     def warm_ups(self):
         """The cells that get a warm-up: tight-loop ones, unless QUICK; with
-        WARM_UP=auto only those of a configuration never timed here."""
-        return [] if self.args.quick else [
-            (n, t, r) for n, t, r in self.cells if r == TIGHT and (
-                self.args.warm_up == "all" or self.nearest(n, t)[0] is None)]
+        WARM_UP=auto only a configuration never timed here, at its first
+        thread count."""
+        if self.args.quick:
+            return []
+        tight = [(n, t, r) for n, t, r in self.cells if r == TIGHT]
+        if self.args.warm_up == "all":
+            return tight
+        # A configuration never timed here: at its first thread count only,
+        # the others being scaled from that.
+        return [c for c in tight if self.nearest(*c[:2])[0] is None
+                and c == next(x for x in tight if x[0] == c[0])]
 
     def runs(self, n):
         return n * sum(self.run_s(*c) for c in self.cells)
@@ -137,11 +144,12 @@ class Plan:
         k = self.spent / self.planned_spent if self.planned_spent else 1.0
         return fmt_s(left_s * k)
 
-    def learn(self, rows):
+    def learn(self, rows, write=True):
         """Updates the cache from this matrix's rows (dicts with _elapsed
         and _max_thread_wall_ns): per configuration the seconds a run takes
         beyond its loop, and per thread count its ns per call and how many
-        timed runs it made; and writes it."""
+        timed runs it made; and writes it (WRITE: else it only serves the
+        estimates and sizes of the rest of this matrix)."""
         per, runs = {}, {}
         for r in rows:
             if self.args.runs is None and (r.get("rep") or 0) >= 1 and r.get("rate") == TIGHT:
@@ -164,6 +172,8 @@ class Plan:
             nsp = c.setdefault("ns_per_call", {})
             for t, v in e["ns"].items():
                 nsp[t] = round(sorted(v)[len(v) // 2], 4)
+        if not write:
+            return
         try:
             tmp = self.args.timings + ".tmp"
             with open(tmp, "w") as f:

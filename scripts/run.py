@@ -568,6 +568,7 @@ def matrix(kit, args, runnable):
     kit.calib_iter = min(args.iter, WARMUP_ITER)
     shuffle = random.Random(args.seed)  # interleaved: drift hits all cells alike
     nruns = nwarm = 0
+    nwarm_all = len(warm_ups)
 
     def eta():
         lo, hi = state.left_s(plan, warm_ups)
@@ -580,15 +581,17 @@ def matrix(kit, args, runnable):
             ns, m = plan.nearest(c.name, n)  # no warm-up: sized by earlier runs here
             src = "earlier runs here (TIMINGS)" if m == n else (
                 f"earlier runs here at {m} thread{'s' * (m != 1)}, scaled (TIMINGS)")
-            sizing[(c.name, n)] = (size_iterations(args, ns, attached[c.name], src) if ns
-                                   else (args.iter, "ITER"))
+            sizing[(c.name, n)] = (
+                size_iterations(args, ns, attached[c.name], src) if ns else
+                (min(args.iter, FLOOR_ITER), "fallback: no run here has timed it")
+                if attached[c.name] else (args.iter, "ITER"))
             if ns:
                 kit.estimate[(c.name, n)] = kit.calib_iter * ns / 1e9
         for c, _, r in [cell for cell in block if (cell[0].name, n, cell[2]) in warm_ups]:
             check_signalled()
             planned = plan.run_s(c.name, n, TIGHT, warm_up=True)
             nwarm += 1
-            label = f"{nwarm}/{len(plan.warm_ups())}, ETA {eta()}"
+            label = f"{nwarm}/{nwarm_all}, ETA {eta()}"
             warm_ups.remove((c.name, n, r))
             t = time.monotonic()
             it, how, rows = warm_up(kit, args, c, n, label)
@@ -618,6 +621,7 @@ def matrix(kit, args, runnable):
                 stop = f" [stopped: {row['stopped']}]" if row.get("stopped") else ""
                 say(f"[threads={n} round {rep}, {k + 1}/{len(order)}] {c.name} {size}: "
                     f"{tail}{stop}  ETA {eta()}")
+        plan.learn(all_rows, write=False)  # the next thread counts scale from this one
     plan.learn(all_rows)
     say(f"run: {nruns} runs and {len(all_rows) - nruns} warm-ups in "
         f"{fmt_s(time.monotonic() - t0)}; the plan said about {fmt_s(plan.total)}")

@@ -619,22 +619,38 @@ class Sizing(StateTest):
             self.assertRegex(second.stderr, r"run: plan: 4 cells .*, 0 warm-ups, 2 runs each")
             rows, folder = rows_of(res)
             shutil.rmtree(folder)
-            third = kit(["--threads", "1", "--warm-up", "all", *argv], res)
-            self.assertIn("2 warm-ups", third.stderr)
+            third = kit(["--threads", "1,2", "--warm-up", "all", *argv], res)
+            self.assertIn("4 warm-ups", third.stderr)
+            # Never timed here: a configuration is warmed up at its first
+            # thread count only, the next ones scaled from its runs there.
+            shutil.rmtree(rows_of(res)[1])
+            os.remove(timings)
+            fourth = kit(["--threads", "1,2", *argv], res)
+            self.assertIn("2 warm-ups", fourth.stderr)
+            cold = rows_of(res)[0]
             a = runner.parse_args(argv)
         self.assertEqual([r for r in rows if r["rep"] == "0"], [])
-        # 2 threads were never timed: 1 thread's time, scaled by how many
-        # threads share a CPU (1 below the CPUs).
+        # 2 threads were never timed: 1 thread's time (the median of this
+        # run's, which ran first), scaled by how many threads share a CPU (1
+        # below the CPUs).
         share = {n: max(1, n / runner.cpus()) for n in (1, 2)}
         for r in rows:
             n, traced = int(r["threads"]), r["config"] != "baseline"
             src = ("earlier runs here (TIMINGS)" if n == 1 else
                    "earlier runs here at 1 thread, scaled (TIMINGS)")
-            ns = cache[r["config"]]["ns_per_call"]["1"] * share[n] / share[1]
+            ns = cache[r["config"]]["ns_per_call"]["1"]
+            if n == 2:
+                one = sorted(max(record.split_ns(x["thread_wall_ns"])) / int(x["iterations"])
+                             for x in rows if x["config"] == r["config"] and x["threads"] == "1")
+                ns = round(one[len(one) // 2], 4) * share[n] / share[1]
             want = runner.size_iterations(a, ns, traced, src)
             self.assertEqual((int(r["iterations"]), r["sized_by"]), want, r)
         order = [r["threads"] for r in rows if r["rep"] != "0"]
         self.assertEqual(order, sorted(order), "a thread count's runs before the next's")
+        self.assertEqual({r["threads"] for r in cold if r["rep"] == "0"}, {"1"})
+        self.assertEqual({r["sized_by"] for r in cold if r["threads"] == "2"} - {
+            "ITER", "cut to ~MAX_RUN_S=0.05 s by earlier runs here at 1 thread, scaled (TIMINGS)",
+            "raised to MIN_RUN_S=0.05 s by earlier runs here at 1 thread, scaled (TIMINGS)"}, set())
 
     def test_time_limit_from_the_warm_up(self):
         import run as runner
