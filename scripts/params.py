@@ -176,7 +176,7 @@ PARAMS = [
     Param("MIN_RUNS", int_in("MIN_RUNS", 2, MAX_RUNS), 3, "the fewest runs of a cell (without RUNS)"),
     Param("MAX_RUNS", int_in("MAX_RUNS", 2, MAX_RUNS), 10,
           "the most runs of a cell, however wide its interval (without RUNS)"),
-    Param("PRECISION", number_in("PRECISION", 0.001, 1, "a fraction"), 0.1,
+    Param("PRECISION", number_in("PRECISION", 0.001, 1, "a fraction"), 0.15,
           "a cell stops when its overhead's 95% interval is within +-PRECISION of the mean "
           "(0.1: +-10%) or within +-PRECISION_NS"),
     Param("PRECISION_NS", number_in("PRECISION_NS", 0.001, 1000000, "ns"), 0.5,
@@ -214,7 +214,8 @@ PARAMS = [
           "QEMU's -icount shift=0 (make lab sets it), never compared with ns"),
     Param("TIME_LIMIT", seconds_in("TIME_LIMIT", 1, 86400), None,
           "seconds before a run counts as hung and is killed",
-          f"10x its warm-up + {TIME_LIMIT_MARGIN} s, or {DEFAULT_TIME_LIMIT} s"),
+          f"10x its loop as its warm-up or TIMINGS sized it + {TIME_LIMIT_MARGIN} s, or "
+          f"{DEFAULT_TIME_LIMIT} s"),
 ]
 # What QUICK=1 changes, where the variable is not given.
 QUICK = {"ITER": 100000, "RUNS": 1, "MAX_RUN_S": 0, "MIN_RUN_S": 0}

@@ -313,9 +313,10 @@ class Kit:
         return fields
 
     def time_limit(self, run):
-        """TIME_LIMIT if given; else 10x the warm-up's time scaled to the
-        run's calls (a paced run: 10x DURATION), plus TIME_LIMIT_MARGIN for
-        the tracer's start and end."""
+        """TIME_LIMIT if given; else 10x the cell's expected time (its
+        warm-up's, or its loop as TIMINGS timed it) scaled to the run's
+        calls (a paced run: 10x DURATION), plus TIME_LIMIT_MARGIN for the
+        tracer's start and end."""
         if self.args.time_limit:
             return self.args.time_limit
         if run.rate != TIGHT:
