@@ -29,7 +29,13 @@ BUILD_TABLE := src/builds.tsv
 comma := ,
 rows = awk -F'\t' 'NF == 7 && $$1 != "build" $(1)' $(BUILD_TABLE)
 BUILDS := $(shell $(call rows,{ print $$1 }))
-field = $(shell $(call rows,&& $$1 == "$(1)" { print $$$(2) }))
+# Columns 2-4 (no spaces in them) read once: an awk a call would be a
+# hundred forks each time make starts, most of `make all`'s time when
+# nothing needs building.
+$(foreach r,$(shell $(call rows,{ print $$1 "$(comma)" $$2 "$(comma)" $$3 "$(comma)" $$4 })),\
+	$(eval COLS.$(firstword $(subst $(comma), ,$(r))) := $(subst $(comma), ,$(r))))
+field = $(if $(filter 2 3 4,$(2)),$(word $(2),$(COLS.$(1))),\
+	$(shell $(call rows,&& $$1 == "$(1)" { print $$$(2) })))
 
 # What each kind of build needs, and the Debian package that has it.
 # has_header(H): y when the compiler finds <H>.  (printf's \043 is '#',
@@ -146,12 +152,16 @@ run:
 report:
 	$(Q)$(PYTHON) scripts/report.py $${RESULTS:+$$RESULTS}
 
-# SystemTap's module runtime in guest kernels (scripts/lab.py): LAB=sid,trixie,bookworm
-# QUICK=1 NO_INSTALL=1 ACCEL=auto|kvm|tcg ICOUNT=0|1 MISS=N, read from the environment as make run's are.
+# SystemTap's module runtime in guest kernels (scripts/lab.py), its
+# variables (`scripts/lab.py --vars`) read from the environment as make run's are.
+LAB_VARS = $(shell $(PYTHON) scripts/lab.py --vars | cut -d= -f1)
+
 lab:
+	$(foreach v,$(LAB_VARS),$(call check_given,$(v)))
 	$(Q)$(PYTHON) scripts/lab.py
 
 lab-shell:
+	$(foreach v,$(LAB_VARS),$(call check_given,$(v)))
 	$(Q)$(PYTHON) scripts/lab.py --shell
 
 # The baseline's loop against a raw loop, alternated (a benchmark).
@@ -174,7 +184,8 @@ help:
 	@echo "make run          the matrix; its variables and their defaults (scripts/run.py --help says more):"
 	@$(PYTHON) scripts/run.py --vars | sed 's/^/                    /'
 	@echo "make report       the report of results/latest (RESULTS='results/A results/B' for several)"
-	@echo "make lab          SystemTap's module runtime in guest kernels: LAB=sid,trixie,bookworm QUICK=1 ACCEL=auto|kvm|tcg ICOUNT=0|1"
+	@echo "make lab          SystemTap's module runtime in guest kernels; its variables (scripts/lab.py --help says more):"
+	@$(PYTHON) scripts/lab.py --vars | sed 's/^/                    /'
 	@echo "make lab-shell    a shell in the (first) guest, the kit at /kit"
 	@echo "make test         the test suite (TESTS=name to pick some)"
 	@echo "make floor        the baseline's loop against a raw loop (bench/floor.py)"

@@ -10,15 +10,17 @@ A benchmark, not a test.  Each try runs, one after the other:
    build/benchmark-plain and build/benchmark-sdt (ITER calls, one thread),
    the idle marker's cost per call being the difference of the means over
    ITER, with Welch's 95% interval from hyperfine's own per-run times;
-2. the kit: `scripts/run.py --configs baseline,idle-sdt --threads 1`
-   (adaptive runs, PRECISION_NS and MAX_RUNS as given, its default run
-   lengths), its overhead interval from the statistics the report uses
-   (stats.analyse), the kit's wall time being the whole command's (its
-   make, its checks, its warm-ups where needed, its runs) less the report,
-   which hyperfine has no counterpart of;
+2. the kit: `scripts/run.py --configs baseline,idle-sdt --threads 1`,
+   told to stop once it is as precise as hyperfine just was
+   (PRECISION_NS = hyperfine's half-width; MAX_RUNS as given, its
+   default run lengths), its overhead interval from the statistics the
+   report uses (stats.analyse), the kit's wall time being the whole
+   command's (its make, its checks, its warm-ups where needed, its runs)
+   less the report, which hyperfine has no counterpart of;
 and prints per try each one's wall time, estimate and interval half-width,
 so that "same or narrower intervals in the same wall time" can be read
-off.  Needs hyperfine and `make` (the builds); no root.
+off: the kit is ahead in a try where its half-width is no wider and its
+wall time no longer.  Needs hyperfine and `make` (the builds); no root.
 """
 import argparse
 import json
@@ -60,7 +62,7 @@ def kit(precision_ns, max_runs, tmp):
                     res], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     wall = time.monotonic() - t0
     rows, meta, _ = load(os.path.join(res, "latest"))
-    c = next(c for c in analyse(rows, meta) if c["config"] == "idle-sdt")
+    c = next(c for c in analyse(rows, meta)["cells"] if c["config"] == "idle-sdt")
     o = c["overhead"]
     return wall, o["mean_ns"], (o["hi_ns"] - o["lo_ns"]) / 2, c["n_runs"]
 
@@ -70,7 +72,6 @@ def main():
     p.add_argument("--tries", type=int, default=3)
     p.add_argument("--iter", type=int, default=20_000_000, help="hyperfine: calls a run")
     p.add_argument("--runs", type=int, default=30, help="hyperfine: runs of each program")
-    p.add_argument("--precision-ns", type=float, default=0.02, help="the kit's PRECISION_NS")
     p.add_argument("--max-runs", type=int, default=30, help="the kit's MAX_RUNS")
     a = p.parse_args()
     if not shutil.which("hyperfine"):
@@ -80,17 +81,25 @@ def main():
     print("idle-sdt's cost per call [ns]: estimate and 95% half-width; wall time [s]")
     print(f"{'try':>3}  {'tool':<28} {'wall [s]':>8} {'estimate [ns]':>13} {'+- [ns]':>8}")
     widths = {"hyperfine": [], "kit": []}
+    walls = {"hyperfine": [], "kit": []}
+    ahead = 0
     for i in range(1, a.tries + 1):
         with tempfile.TemporaryDirectory() as tmp:
-            w, m, h = hyperfine(a.iter, a.runs, tmp)
+            hw, m, h = hyperfine(a.iter, a.runs, tmp)
             widths["hyperfine"].append(h)
-            print(f"{i:>3}  {'hyperfine, ' + str(a.runs) + ' runs each':<28} {w:8.1f} {m:13.3f} "
-                  f"{h:8.3f}")
-            w, m, h, n = kit(a.precision_ns, a.max_runs, tmp)
-            widths["kit"].append(h)
-            print(f"{i:>3}  {'kit, ' + str(n) + ' runs each':<28} {w:8.1f} {m:13.3f} {h:8.3f}")
+            walls["hyperfine"].append(hw)
+            print(f"{i:>3}  {'hyperfine, ' + str(a.runs) + ' runs each':<28} {hw:8.1f} "
+                  f"{m:13.3f} {h:8.3f}")
+            kw, m, k, n = kit(max(0.001, round(h, 3)), a.max_runs, tmp)
+            widths["kit"].append(k)
+            walls["kit"].append(kw)
+            ahead += k <= h and kw <= hw
+            print(f"{i:>3}  {'kit, ' + str(n) + ' runs each':<28} {kw:8.1f} {m:13.3f} {k:8.3f}")
     for tool, hs in widths.items():
-        print(f"median half-width, {tool}: {statistics.median(hs):.3f} ns")
+        print(f"median, {tool}: +-{statistics.median(hs):.3f} ns in "
+              f"{statistics.median(walls[tool]):.1f} s")
+    print(f"the kit as precise as hyperfine, or more, in as little time or less: {ahead} of "
+          f"{a.tries} tries")
 
 
 if __name__ == "__main__":

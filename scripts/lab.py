@@ -40,9 +40,7 @@ e2fsprogs (installed as `make run` installs, unless NO_INSTALL=1), about
 running or mounted, whatever happens.
 """
 import argparse
-import csv
 import glob
-import json
 import os
 import re
 import select
@@ -58,6 +56,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import configs  # noqa: E402
+import host  # noqa: E402
 import params  # noqa: E402
 import record  # noqa: E402
 import stats  # noqa: E402
@@ -88,6 +87,7 @@ BOOT_S = 60  # for a KVM guest to reach userspace before TCG is used instead
 USERSPACE = "KIT-LAB: userspace"
 DONE = "KIT-LAB: done"
 MMDEBSTRAP_S = 1800
+LAB_THREADS = (1, 2)  # the thread counts a guest runs
 GUEST_S = {"quick": 1800, "full": 5400}  # a guest's whole run, boot to power-off
 QUICK_CONFIGS = ["stap-mark", "stap-mark-alibi"]
 
@@ -101,43 +101,51 @@ def lab_configs(text):
     return params.parse_configs(text, "LAB_CONFIGS") if text.strip() else []
 
 
+def suites(text):
+    """LAB: Debian suites, comma-separated, each one of SUITES."""
+    names = [s for s in text.split(",")]
+    bad = [s for s in names if s not in SUITES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(
+            f"LAB '{text}' is not allowed: want a comma-separated list of {', '.join(SUITES)}")
+    return list(dict.fromkeys(names))
+
+
+Param = params.Param
+# The lab's inputs, each in one place (params.Param), the runner's own
+# where they mean the same (NO_INSTALL, MISS, STAP_TIMING).
+PARAMS = [
+    Param("LAB", suites, ["sid"], "Debian suites to boot, comma-separated", "sid"),
+    Param("QUICK", params.flag01("QUICK"), False, "1: sid's " + " and ".join(QUICK_CONFIGS)
+          + ", ITER=20000, one run", "0"),
+    params.BY_NAME["NO_INSTALL"],
+    Param("LAB_CONFIGS", lab_configs, [], "configurations to run in the guest, names or "
+          "patterns (the SystemTap ones need modules, built beforehand; others, such as "
+          "site-*-ftrace, run as on the host)", "every stap-* (QUICK: "
+          + ", ".join(QUICK_CONFIGS) + ")"),
+    params.BY_NAME["MISS"],
+    Param("ICOUNT", params.flag01("ICOUNT"), True,
+          "1: under TCG the guest counts instructions (QEMU -icount shift=0, one vCPU), and "
+          "the rows' unit is instructions; 0: plain TCG, counts and statuses only", "1"),
+    next(p for p in stap.Stap().params() if p.name == "STAP_TIMING"),
+    Param("ACCEL", params.one_of("ACCEL", "auto", "kvm", "tcg"), "auto",
+          "auto: KVM if the guest reaches userspace with it, else TCG"),
+    Param("LAB_TIME_LIMIT", params.seconds_in("LAB_TIME_LIMIT", 0, 86400), 0,
+          f"seconds a guest may run, boot to power-off, before it is killed (0: "
+          f"{GUEST_S['quick']} with QUICK, else {GUEST_S['full']})", "0"),
+]
+
+
 def parse_args(argv):
-    def suites(text):
-        names = [s for s in text.split(",")]
-        bad = [s for s in names if s not in SUITES]
-        if bad or not names:
-            raise argparse.ArgumentTypeError(
-                f"LAB '{text}' is not allowed: want a comma-separated list of {', '.join(SUITES)}")
-        return list(dict.fromkeys(names))
     p = params.Parser(prog="lab.py", description=__doc__.split("\n\n")[0])
-    for name, parse, default, what in (
-            ("LAB", suites, "sid", "Debian suites to boot, comma-separated"),
-            ("QUICK", params.flag01("QUICK"), "0", "1: sid's stap-mark and stap-mark-alibi, "
-             "ITER=20000, one run"),
-            ("NO_INSTALL", params.flag01("NO_INSTALL"), "0", "1: never install packages"),
-            ("LAB_CONFIGS", lab_configs, "", "configurations to run in the guest, names or "
-             "patterns (the SystemTap ones need modules, built beforehand; others, such as "
-             "site-*-ftrace, run as on the host); default: every stap-* (QUICK: "
-             + ", ".join(QUICK_CONFIGS) + ")"),
-            ("MISS", params.int_in("MISS", 0, params.MAX_ITER), "0",
-             "as make run's MISS: the first MISS calls of each thread go to a function no "
-             "probe covers, so every SystemTap row must be a mismatch (a check of the kit)"),
-            ("ICOUNT", params.flag01("ICOUNT"), "1",
-             "1: under TCG the guest counts instructions (QEMU -icount shift=0, one vCPU), and "
-             "the rows' unit is instructions; 0: plain TCG, counts and statuses only"),
-            ("STAP_TIMING", params.flag01("STAP_TIMING"), "0",
-             "1: SystemTap's modules built with stap -t; each row's note gives the handler's "
-             "own cycles per hit from the module's hit report (no flight recorder then)"),
-            ("ACCEL", params.one_of("ACCEL", "auto", "kvm", "tcg"), "auto",
-             "auto: KVM if the guest reaches userspace with it, else TCG"),
-            ("LAB_TIME_LIMIT", params.seconds_in("LAB_TIME_LIMIT", 0, 86400), "0",
-             f"seconds a guest may run, boot to power-off, before it is killed (0: "
-             f"{GUEST_S['quick']} with QUICK, else {GUEST_S['full']})")):
-        p.add_argument("--" + name.lower().replace("_", "-"), type=parse, metavar=name,
-                       default=os.environ.get(name, default), help=f"{what} (default {default})")
+    params.add(p, PARAMS)
     p.add_argument("--shell", action="store_true", help="a shell in the guest (make lab-shell)")
     p.add_argument("--results", default=os.path.join(ROOT, "results"), metavar="DIR")
-    return p.parse_args(argv)
+    p.add_argument("--vars", action="store_true",
+                   help="print the variables, one NAME=default a line, and exit (for make)")
+    a = p.parse_args(argv)
+    params.fill(a, PARAMS)
+    return a
 
 
 # -- the host ------------------------------------------------------------------
@@ -162,12 +170,8 @@ def mirror():
 
 def need_host_tools(no_install):
     missing = sorted({p for c, p in HOST_PACKAGES.items() if not shutil.which(c)})
-    if missing and not no_install and os.geteuid() == 0 and shutil.which("apt-get"):
-        say(f"lab: installing the Debian packages it needs: {' '.join(missing)}")
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update", "-qq"], env=env, stdout=subprocess.DEVNULL)
-        subprocess.run(["apt-get", "install", "-y", "-qq", *missing], env=env,
-                       stdout=subprocess.DEVNULL)
+    if missing:
+        host.install("lab", missing, no_install)
         missing = sorted({p for c, p in HOST_PACKAGES.items() if not shutil.which(c)})
     if missing:
         raise LabError(f"missing Debian packages: {' '.join(missing)}"
@@ -335,7 +339,8 @@ class Suite:
         # the timer interrupts that land in them)
         size = ["--iter", "20000", "--runs", str(LAB_RUNS)] if self.args.quick else \
             ["--runs", str(LAB_RUNS)]
-        run = " ".join(["python3", "scripts/run.py", "--configs", cfgs, "--threads", "1..2",
+        run = " ".join(["python3", "scripts/run.py", "--configs", cfgs, "--threads",
+                        ",".join(map(str, LAB_THREADS)),
                         "--quick", "1", *size, "--no-install", "1", "--no-report",
                         *(["--miss", str(self.args.miss)] if self.args.miss else []),
                         *(["--stap-timing", "1"] if self.args.stap_timing else []),
@@ -495,9 +500,7 @@ def skipped_folder(suite, reason, extra):
     """A results folder of skipped rows for SUITE: REASON for every row."""
     folder = record.Folder(os.path.dirname(suite.out), name=suite.name)
     for c in suite.configs():
-        for n in (1, 2):
-            folder.row(config=c.name, build=c.build, tracer=c.tracer, probe=c.probe,
-                       action=c.action, threads=n, status="skipped", reason=reason)
+        folder.skipped(c, LAB_THREADS, reason)
     folder.meta["lab"] = dict(extra, suite=suite.name, preflight=reason)
     folder.close()
     return folder.dir
@@ -582,33 +585,27 @@ def bring_back(suite, got, extra, console):
     if os.path.exists(os.path.join(got, "modules-left.txt")):
         with open(os.path.join(got, "modules-left.txt")) as f:
             left = [ln.split()[0] for ln in f if ln.strip()]
-    meta_path = os.path.join(suite.out, "meta.json")
-    with open(meta_path) as f:
-        meta = json.load(f)
-    meta["lab"] = dict(extra, modules_left=left)
-    if suite.unbuilt:  # skipped rows for what could not be built, appended as runs.csv's own
-        with open(os.path.join(suite.out, "runs.csv"), "a", newline="") as f:
-            w = csv.DictWriter(f, record.COLUMNS)
-            for c in suite.configs():
-                for n in (1, 2):
-                    if c.name in suite.unbuilt:
-                        w.writerow({"config": c.name, "build": c.build, "tracer": c.tracer,
-                                    "probe": c.probe, "action": c.action, "threads": n,
-                                    "status": "skipped", "reason": suite.unbuilt[c.name]})
-        meta["skipped"] = dict(meta.get("skipped") or {}, **suite.unbuilt)
-    record.write_json(meta_path, meta)
+    folder = record.Folder.reopen(suite.out)
+    folder.meta["lab"] = dict(extra, modules_left=left)
+    if suite.unbuilt:  # skipped rows for what could not be built, as runs.csv's own
+        for c in suite.configs():
+            if c.name in suite.unbuilt:
+                folder.skipped(c, LAB_THREADS, suite.unbuilt[c.name])
+        folder.meta["skipped"] = dict(folder.meta.get("skipped") or {}, **suite.unbuilt)
+    folder.close()
     return suite.out
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.vars:
+        print("\n".join(params.defaults(PARAMS)))
+        return 0
     if os.geteuid() != 0:
         say("lab: needs root (mmdebstrap, chroot, module loading in the guest)")
         return 2
     need_host_tools(args.no_install)
-    r = subprocess.run(["make", "-s", "-C", ROOT, "all"], stdout=sys.stderr)
-    if r.returncode != 0:
-        say("lab: make failed")
+    if not host.make_all("lab"):
         return 1
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     top = os.path.join(args.results, f"{stamp}-lab")

@@ -217,6 +217,7 @@ PARAMS = [
           f"10x its loop as its warm-up or TIMINGS sized it + {TIME_LIMIT_MARGIN} s, or "
           f"{DEFAULT_TIME_LIMIT} s"),
 ]
+BY_NAME = {p.name: p for p in PARAMS}
 # What QUICK=1 changes, where the variable is not given.
 QUICK = {"ITER": 100000, "RUNS": 1, "MAX_RUN_S": 0, "MIN_RUN_S": 0}
 
@@ -226,21 +227,35 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog.removesuffix('.py')}: {message} (see --help)\n")
 
 
+def add(parser, params):
+    """PARAMS as PARSER's flags, each defaulting to its variable in the
+    environment: argparse parses a string default only where the flag is
+    not given, so a flag wins over the variable, and a bad variable gets
+    the flag's error.  fill() sets the defaults of those given neither
+    way."""
+    for par in params:
+        shown = par.default if par.shown is None else par.shown
+        parser.add_argument(par.flag, type=par.parse, default=os.environ.get(par.name),
+                            metavar=par.name,
+                            # argparse formats help with %: a literal one is doubled
+                            help=f"{par.help} (default {shown})".replace("%", "%%"))
+
+
+def fill(args, params, instead=None):
+    """The defaults of PARAMS in ARGS where neither flag nor variable was
+    given (INSTEAD: other defaults by name)."""
+    for par in params:
+        if getattr(args, par.dest) is None:
+            setattr(args, par.dest, (instead or {}).get(par.name, par.default))
+
+
 def parse_args(argv, extra=()):
     """The runner's arguments: PARAMS and the back-ends' EXTRA ones."""
     p = Parser(prog="run.py", description=__doc__.split("\n\n")[0],
                epilog="Each flag may also come from the environment variable of its "
                       "name (THREADS=...), which is how `make run` passes it; a flag wins.")
     params = PARAMS + list(extra)
-    for par in params:
-        # argparse parses a string default only where the flag is not
-        # given, so a flag wins over the variable, and a bad variable gets
-        # the flag's error.
-        shown = par.default if par.shown is None else par.shown
-        p.add_argument(par.flag, type=par.parse, default=os.environ.get(par.name),
-                       metavar=par.name,
-                       # argparse formats help with %: a literal one is doubled
-                       help=f"{par.help} (default {shown})".replace("%", "%%"))
+    add(p, params)
     p.add_argument("--results", default=os.path.join(ROOT, "results"), metavar="DIR",
                    help="where the results folder is made (default results/)")
     p.add_argument("--no-report", action="store_true", help="do not run scripts/report.py")
@@ -250,10 +265,7 @@ def parse_args(argv, extra=()):
     a = p.parse_args(argv)
     a.params = params
     quick = a.quick if a.quick is not None else False
-    for par in params:  # the defaults, where neither flag nor variable was given
-        if getattr(a, par.dest) is None:
-            setattr(a, par.dest, QUICK[par.name] if quick and par.name in QUICK
-                    else par.default)
+    fill(a, params, QUICK if quick else {})
     if a.max_runs < a.min_runs:
         p.error(f"argument --max-runs: MAX_RUNS '{a.max_runs}' is not allowed: want a whole "
                 f"number in {a.min_runs}..{MAX_RUNS} (at least MIN_RUNS)")

@@ -178,6 +178,25 @@ class Folder:
             os.symlink(os.path.basename(d), tmp)
             os.replace(tmp, latest)
 
+    @classmethod
+    def reopen(cls, d):
+        """The results folder D that a runner wrote (a guest's, copied out),
+        opened for more rows (appended to its runs.csv) and its meta."""
+        self = cls.__new__(cls)
+        self.dir, self.logs = d, os.path.join(d, "logs")
+        with open(os.path.join(d, "meta.json")) as f:
+            self.meta = json.load(f)
+        self.unit = self.meta.get("unit", DEFAULT_UNIT)
+        self._file = open(os.path.join(d, "runs.csv"), "a", newline="")
+        self._csv = csv.DictWriter(self._file, COLUMNS)
+        return self
+
+    def skipped(self, cfg, threads, reason):
+        """Configuration CFG's row at each of THREADS: skipped for REASON."""
+        for n in threads:
+            self.row(config=cfg.name, build=cfg.build, tracer=cfg.tracer, probe=cfg.probe,
+                     action=cfg.action, threads=n, status="skipped", reason=reason)
+
     def row(self, **kw):
         kw.setdefault("started", now())
         kw.setdefault("unit", self.unit)

@@ -32,6 +32,7 @@ sys.path.insert(0, HERE)
 
 import configs  # noqa: E402
 import elfinfo  # noqa: E402
+import host  # noqa: E402
 import params  # noqa: E402
 import paths  # noqa: E402
 import record  # noqa: E402
@@ -89,23 +90,6 @@ def missing_packages(wanted_tracers):
     if not report.has_matplotlib("/usr/bin/python3"):
         pkgs.add("python3-matplotlib")
     return sorted(pkgs)
-
-
-def install(pkgs, forbid):
-    if not pkgs:
-        return
-    if forbid:
-        say(f"run: missing Debian packages (not installing, NO_INSTALL=1): {' '.join(pkgs)}")
-        return
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        say(f"run: missing Debian packages (install them as root): {' '.join(pkgs)}")
-        return
-    say(f"run: installing the Debian packages it needs: {' '.join(pkgs)}")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(["apt-get", "update", "-qq"], env=env)
-    r = subprocess.run(["apt-get", "install", "-y", "-qq", *pkgs], env=env)
-    if r.returncode != 0:
-        say("run: apt-get could not install them all; what needs them will be skipped")
 
 
 def environment(args, builds):
@@ -369,10 +353,8 @@ def wall_per_call(row, threads, calls):
 def prepare(args, wanted):
     """Installs, builds and checks what can run here: the skip reasons by
     configuration, or an exit status when nothing may run."""
-    install(missing_packages(wanted), args.no_install)
-    r = subprocess.run(["make", "-s", "-C", ROOT, "all"], stdout=sys.stderr)
-    if r.returncode != 0:
-        say("run: make failed; nothing was run")
+    host.install("run", missing_packages(wanted), args.no_install)
+    if not host.make_all("run"):
         return 1
     # Each back-end settles how it will run (SystemTap its runtime); one
     # that was told to run a way it cannot is an error, before anything
@@ -408,10 +390,7 @@ def measure(kit, args, wanted, skip):
     kit.folder.write_meta()
     for cfg in args.configs:
         if cfg.name in skip:
-            for n in args.threads:
-                kit.folder.row(config=cfg.name, build=cfg.build, tracer=cfg.tracer,
-                               probe=cfg.probe, action=cfg.action, threads=n, status="skipped",
-                               reason=skip[cfg.name])
+            kit.folder.skipped(cfg, args.threads, skip[cfg.name])
     runnable = [c for c in args.configs if c.name not in skip]
     for name in sorted({c.tracer for c in runnable}):
         try:
@@ -577,7 +556,7 @@ def matrix(kit, args, runnable):
     for n in args.threads:
         block = [cell for cell in cells if cell[1] == n]
         for c, _, r in block:
-            if r != TIGHT or (c.name, n, r) in warm_ups:
+            if r != TIGHT or (c.name, n, r) in warm_ups or args.quick:  # QUICK: ITER
                 continue
             ns, m = plan.nearest(c.name, n)  # no warm-up: sized by earlier runs here
             src = "earlier runs here (TIMINGS)" if m == n else (

@@ -201,7 +201,8 @@ TRACER_CPU_NOTE = ("Tracer CPU is that of a tracer process the kit started (or L
                    "between a cell's warm-up and its runs, which make different numbers of "
                    "calls, so start-up is not in it; *fixed* is what is left at zero events "
                    "(start-up, compiling, teardown).  `-` where both made the same number of "
-                   "calls (QUICK) or there is no tracer process.  It rests on one warm-up, so "
+                   "calls (QUICK), where the cell had no warm-up (sized by earlier runs here: "
+                   "`WARM_UP=all` gives every cell one) or there is no tracer process.  It rests on one warm-up, so "
                    "where the tracer's work is in the kernel (bpftrace, perf stat) it is 0 within "
                    "the start-up's run-to-run spread and may print below 0.")
 

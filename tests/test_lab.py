@@ -5,6 +5,7 @@ time on a machine (mmdebstrap); the root file system is cached in
 build/lab/ after that."""
 import glob
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -46,6 +47,17 @@ class Inputs(unittest.TestCase):
         r = run([sys.executable, LAB_PY, "--miss", "x"])
         self.assertEqual(r.returncode, 2)
         self.assertIn("MISS 'x' is not allowed: want a whole number in 0..", r.stderr)
+        r = run([sys.executable, LAB_PY], env=dict(os.environ, LAB_CONFIGS="nonexistent"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("LAB_CONFIGS 'nonexistent' matches no configuration", r.stderr)
+
+    def test_inputs_listed(self):
+        """The lab's inputs are params.Param rows, so `make help` lists each
+        with its default."""
+        r = run(["make", "-s", "help"])
+        for line in ("LAB=sid", "QUICK=0", "NO_INSTALL=0", "ICOUNT=1", "MISS=0", "STAP_TIMING=0",
+                     "ACCEL=auto", "LAB_TIME_LIMIT=0", "LAB_CONFIGS=every stap-*"):
+            self.assertRegex(r.stdout, r"make lab .*\n(\s+\S.*\n)*\s+" + re.escape(line))
 
 
 class Quick(unittest.TestCase):

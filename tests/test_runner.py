@@ -212,6 +212,9 @@ class BadInput(StateTest):
         (["--precision", "0"], "PRECISION '0' is not allowed: want a fraction in 0.001..1"),
         (["--precision", "ten"], "PRECISION 'ten' is not allowed"),
         (["--precision-ns", "-1"], "PRECISION_NS '-1' is not allowed: want ns in 0.001..1000000"),
+        (["--warm-up", "1"], "WARM_UP '1' is not allowed: want auto or all"),
+        (["--timings", "/no/such/folder/t.json"], "TIMINGS '/no/such/folder/t.json' is not "
+                                                  "allowed: want a file in an existing folder"),
     ]
 
     def test_refused_before_anything(self):
