@@ -181,7 +181,7 @@ def plot_vs_threads(plt, a, cells, threads, folder):
     drawn = {}
     for k, tr in enumerate(tracers):
         ax = axes[k // cols][k % cols]
-        ends, silent = [], []
+        ends, silent = [], {}
         for i, n in enumerate(dict.fromkeys(c["config"] for c in cells if c["tracer"] == tr)):
             mine = sorted((c for c in cells if c["config"] == n), key=lambda c: c["threads"])
             good = []
@@ -191,7 +191,7 @@ def plot_vs_threads(plt, a, cells, threads, folder):
                 if how == "bar":
                     good.append(c)
                 elif how == "NEVER FIRES":  # its time is no cost: named, not drawn
-                    silent.append(f"{n} ({c['threads']})")
+                    silent.setdefault(n, []).append(c["threads"])
                 elif o and o["mean_ns"] > 0 and how not in ("none detectable", "failed"):
                     ax.plot([c["threads"]], [o["mean_ns"]], "x", color="red", ms=8)
                     ax.annotate(how, (c["threads"], o["mean_ns"]), textcoords="offset points",
@@ -207,8 +207,9 @@ def plot_vs_threads(plt, a, cells, threads, folder):
             ax.errorbar(xs, ms, yerr=err, marker="o", ms=3, capsize=3, color=f"C{i}")
             ends.append((xs[-1], ms[-1], n, f"C{i}"))
         if silent:
-            ax.text(0.02, 0.02, "NEVER FIRES: " + ", ".join(silent), fontsize=6, color="red",
-                    transform=ax.transAxes, wrap=True)
+            ax.text(0.02, 0.02, "NEVER FIRES:\n" + "\n".join(
+                f"{n} ({spans(ts)})" for n, ts in silent.items()), fontsize=6, color="red",
+                transform=ax.transAxes, va="bottom")
         ax.set_yscale("log")
         lo, hi = (math.log10(v) for v in ax.get_ylim())
         px = ax.get_window_extent().height or 1
@@ -230,6 +231,17 @@ def plot_vs_threads(plt, a, cells, threads, folder):
                  " red x: a verdict, not a cost)")
     fig.tight_layout()
     return save(fig, folder, "overhead_vs_threads.png"), drawn
+
+
+def spans(nums):
+    """Whole numbers as runs: [1, 2, 3, 5] -> '1-3, 5'."""
+    out, nums = [], sorted(nums)
+    for x in nums:
+        if out and x == out[-1][1] + 1:
+            out[-1][1] = x
+        else:
+            out.append([x, x])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in out)
 
 
 def plot_sites(plt, a, cells, threads, folder):
