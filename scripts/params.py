@@ -26,7 +26,7 @@ TIGHT = "max"  # the rate of today's tight loop
 MAX_RUNS = 1000  # the most runs of a cell RUNS, MIN_RUNS and MAX_RUNS allow
 DEFAULT_TIME_LIMIT = 600  # s, for a run whose cell has no warm-up estimate
 WARM_UPS = ("auto", "all")  # WARM_UP's values, the default first
-TIME_LIMIT_MARGIN = 120  # s added to 10x the warm-up estimate: tracer start and end
+TIME_LIMIT_MARGIN = 120  # s added to 10x the expected loop: tracer start and end
 
 
 def cpus():
