@@ -45,7 +45,6 @@ class Plan:
         self.args, self.cells, self.attached, self.loop_s = args, cells, attached, loop_s
         self.warmup_iter = warmup_iter
         self.cache = load(args.timings)
-        self.known = 0
         self.spent = self.planned_spent = 0.0
 
     def costs(self, name, threads):
@@ -65,12 +64,19 @@ class Plan:
         for a cell: its own from earlier runs here, else the nearest thread
         count's scaled by how many threads share a CPU (THREADS/CPUs, where
         above 1); (None, None) where the configuration was never timed here."""
-        have = {int(t): v for t, v in self.cache.get(name, {}).get("ns_per_call", {}).items()}
-        if not have:
+        m, ns = self.closest(name, "ns_per_call", threads)
+        if m is None:
             return None, None
-        m = min(have, key=lambda t: (abs(t - threads), t))
         share = lambda n: max(1.0, n / cpus())  # noqa: E731
-        return have[m] * share(threads) / share(m), m
+        return ns * share(threads) / share(m), m
+
+    def closest(self, name, field, threads):
+        """(thread count, value) of the cached FIELD ({threads: value}) of
+        configuration NAME at the thread count nearest THREADS (the lower
+        on a tie); (None, None) where there is none."""
+        have = {int(t): v for t, v in self.cache.get(name, {}).get(field, {}).items()}
+        m = min(have, key=lambda t: (abs(t - threads), t)) if have else None
+        return m, have.get(m)
 
     def measured(self, name, threads, ns):
         """A warm-up here found the cell's wall time per call and thread: the
@@ -104,10 +110,8 @@ class Plan:
     def expected(self, low, high):
         """Seconds of timed runs if each cell runs as many times as it did
         the last time here (LOW where never), within LOW..HIGH."""
-        def runs(name, threads):
-            have = {int(t): v for t, v in self.cache.get(name, {}).get("runs", {}).items()}
-            return have[min(have, key=lambda t: (abs(t - threads), t))] if have else low
-        return sum(self.run_s(*c) * min(high, max(low, runs(*c[:2]))) for c in self.cells)
+        return sum(self.run_s(*c) * min(high, max(low, self.closest(c[0], "runs", c[1])[1] or low))
+                   for c in self.cells)
 
     def line(self, low, high):
         """The plan in one line: LOW..HIGH runs a cell."""

@@ -561,12 +561,12 @@ def matrix(kit, args, runnable):
             ns, m = plan.nearest(c.name, n)  # no warm-up: sized by earlier runs here
             src = "earlier runs here (TIMINGS)" if m == n else (
                 f"earlier runs here at {m} thread{'s' * (m != 1)}, scaled (TIMINGS)")
-            sizing[(c.name, n)] = (
-                size_iterations(args, ns, attached[c.name], src) if ns else
-                (min(args.iter, FLOOR_ITER), "fallback: no run here has timed it")
-                if attached[c.name] else (args.iter, "ITER"))
             if ns:
+                sizing[(c.name, n)] = size_iterations(args, ns, attached[c.name], src)
                 kit.estimate[(c.name, n)] = kit.calib_iter * ns / 1e9
+            elif attached[c.name]:  # its warm-up failed: the fewest calls, as warm_up() does
+                sizing[(c.name, n)] = (min(args.iter, FLOOR_ITER),
+                                       "fallback: no run here has timed it")
         for c, _, r in [cell for cell in block if (cell[0].name, n, cell[2]) in warm_ups]:
             check_signalled()
             planned = plan.run_s(c.name, n, TIGHT, warm_up=True)
