@@ -292,7 +292,9 @@ class Faults(StateTest):
         self.assertEqual(len(failed), 1, st)
         self.assertEqual(failed[0]["config"], config)
         self.assertIn(reason, failed[0]["reason"])
-        self.assertEqual(sum(r["status"] == "ok" for r in rows), 3, st)
+        # The other runs ran and measured: `dropped` (perf losing samples
+        # under load) is the tracer's own finding, not the kill's.
+        self.assertEqual(sum(r["status"] in ("ok", "dropped") for r in rows), 3, st)
 
     def test_bpftrace_killed(self):
         self.kill_mid_run("bpftrace", "bpftrace-function-count", "bpftrace", 1000000,
