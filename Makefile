@@ -21,7 +21,7 @@ Q := @
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all list needs configs run report test clean help lab lab-shell floor versus
+.PHONY: all list needs packages configs run report test clean help lab lab-shell floor versus
 
 # The builds: src/builds.tsv, one row each (its header says the columns).
 # field(BUILD,N): column N of BUILD's row.
@@ -55,7 +55,7 @@ LIBS.ust := -llttng-ust -ldl
 KIND = $(call field,$(1),3)
 WANT := $(foreach b,$(BUILDS),$(if $(HAVE.$(call KIND,$(b))),$(b)))
 MISSING_KINDS := $(sort $(foreach b,$(filter-out $(WANT),$(BUILDS)),$(call KIND,$(b))))
-QUIET_GOALS := needs list configs help clean
+QUIET_GOALS := needs packages list configs help clean
 ifeq ($(filter $(QUIET_GOALS),$(MAKECMDGOALS)),)
 $(foreach k,$(MISSING_KINDS),$(info make: skipping the $(strip $(foreach b,$(BUILDS),\
 	$(if $(filter $(k),$(call KIND,$(b))),$(b)))) build(s): no $(WHAT.$(k)) (Debian package $(PACKAGE.$(k)))))
@@ -69,6 +69,10 @@ list:
 # The Debian packages the builds that cannot be made here need (run.py installs them).
 needs:
 	@$(foreach k,$(MISSING_KINDS),echo $(PACKAGE.$(k));)
+
+# Every build kind's package, needed or not (the lab's guests run the builds).
+packages:
+	@$(foreach k,$(sort $(foreach b,$(BUILDS),$(call KIND,$(b)))),$(if $(PACKAGE.$(k)),echo $(PACKAGE.$(k));))
 
 configs:
 	$(Q)$(PYTHON) scripts/run.py --list
@@ -152,7 +156,7 @@ run:
 report:
 	$(Q)$(PYTHON) scripts/report.py $${RESULTS:+$$RESULTS}
 
-# SystemTap's module runtime in guest kernels (scripts/lab.py), its
+# Every configuration in guest kernels, SystemTap's module runtime for real (scripts/lab.py), its
 # variables (`scripts/lab.py --vars`) read from the environment as make run's are.
 LAB_VARS = $(shell $(PYTHON) scripts/lab.py --vars | cut -d= -f1)
 
@@ -184,7 +188,7 @@ help:
 	@echo "make run          the matrix; its variables and their defaults (scripts/run.py --help says more):"
 	@$(PYTHON) scripts/run.py --vars | sed 's/^/                    /'
 	@echo "make report       the report of results/latest (RESULTS='results/A results/B' for several)"
-	@echo "make lab          SystemTap's module runtime in guest kernels; its variables (scripts/lab.py --help says more):"
+	@echo "make lab          every configuration in guest kernels, SystemTap's module runtime for real, in instructions; its variables (scripts/lab.py --help says more):"
 	@$(PYTHON) scripts/lab.py --vars | sed 's/^/                    /'
 	@echo "make lab-shell    a shell in the (first) guest, the kit at /kit"
 	@echo "make test         the test suite (TESTS=name to pick some)"

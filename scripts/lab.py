@@ -1,30 +1,36 @@
 #!/usr/bin/env python3
-"""lab.py: `make lab`: SystemTap's module runtime for real, in throwaway
-guests whose kernels load modules, with the rows brought back into
-ordinary results folders.
+"""lab.py: `make lab`: every configuration in throwaway guests whose
+kernels load modules (SystemTap's module runtime for real, beside every
+other tracer), on one or several Debian kernels, with the rows brought
+back into ordinary results folders.
 
-    make lab                       # LAB=sid: Debian unstable's kernel and SystemTap
-    make lab LAB=sid,trixie,bookworm
+    make lab                       # LAB=sid: Debian unstable's kernel, every configuration
+    make lab LAB=sid,trixie,bookworm   # one table, configuration x kernel (summary.md)
     make lab QUICK=1               # what CI runs: sid, stap-mark and stap-mark-alibi
-    make lab LAB_CONFIGS='site-*-ftrace'   # the probe sites on the guest's kernel
+    make lab LAB_CONFIGS='site-*-ftrace'   # some configurations only
+    make lab STAP_RUNTIME=bpf      # SystemTap's BPF runtime on the guest's kernel
     make lab-shell                 # a shell in the guest, the kit in /kit
 
 Per suite, cached under build/lab/SUITE/ (`make clean` removes it):
 1. a root file system made by mmdebstrap from the host's own Debian mirror
-   (SystemTap, the kernel and its headers, gcc, make, python3);
+   (the kernel and its headers, every tracer back-end's tools, the builds'
+   runtimes, gcc, make, python3: packages());
 2. the pre-flight in a chroot of it: `stap -p4` of a trivial script with a
    process.mark probe against the guest kernel's headers.  Where that
    fails the suite's rows are skipped with the compiler's first error;
 3. each SystemTap configuration's module, built in the chroot at the
-   host's speed (`stap -p4 -m kit_CONFIG`, with the kit's flags);
+   host's speed (`stap -p4 -m kit_CONFIG`, with the kit's flags), kept in
+   build/lab/SUITE/modules/ until its script, flags, target or kernel change;
 4. an ext4 image of it (mkfs.ext4 -d: no loop device, no mount), booted
    with qemu: KVM where it reaches userspace within BOOT_S, else TCG
    (detected, not assumed: on this kind of machine KVM creates the VM
    and then the guest spins in the kernel's decompressor);
-5. in the guest, the kit's own runner, STAP_RUNTIME=module, loading the
-   modules with `staprun -L` (flight recorder), counting from procfs,
-   unloading with `staprun -d`; then the guest lists any module left and
-   powers off;
+5. in the guest, the kit's own runner over every configuration (each
+   tool installed in the root file system as `make run` installs it on a
+   host), SystemTap on the module runtime (STAP_RUNTIME=module, the
+   default) loading the modules with `staprun -L` (flight recorder),
+   counting from procfs, unloading with `staprun -d`; then the guest lists
+   any module left and powers off;
 6. the guest's results folder copied out of the image with debugfs into
    results/<stamp>-lab/SUITE/, with the lab's facts in meta.json "lab".
 
@@ -40,7 +46,9 @@ e2fsprogs (installed as `make run` installs, unless NO_INSTALL=1), about
 running or mounted, whatever happens.
 """
 import argparse
+import dataclasses
 import glob
+import hashlib
 import os
 import re
 import select
@@ -60,13 +68,29 @@ import host  # noqa: E402
 import params  # noqa: E402
 import record  # noqa: E402
 import stats  # noqa: E402
+import tables  # noqa: E402
 from tracers import stap  # noqa: E402
 from tracers.base import say  # noqa: E402
 
 LAB_DIR = os.path.join(ROOT, "build", "lab")
 GUEST_KIT = "/kit"
-PACKAGES = ["systemtap", "systemtap-sdt-dev", "linux-image-amd64", "linux-headers-amd64",
-            "gcc", "make", "python3", "procps", "kmod", "mount"]
+# The guest's own: a kernel to boot and its headers (SystemTap's modules),
+# what stap compiles with, what the runner and the init script use.
+GUEST_BASE = ["linux-image-amd64", "linux-headers-amd64", "gcc", "make", "python3", "procps",
+              "kmod", "mount"]
+
+
+def packages():
+    """What a guest's root file system holds: its own base, every tracer
+    back-end's programs (each back-end's `needs`) and the runtime of every
+    build the host made (`make packages`), so that every configuration
+    that can run in a guest does, installed as `make run` installs it."""
+    from tracers import BACKENDS
+    r = subprocess.run(["make", "-s", "-C", ROOT, "packages"], stdout=subprocess.PIPE,
+                       text=True, check=True)
+    tools = {p for b in BACKENDS.values() for p in b.needs.values()}
+    return GUEST_BASE + sorted(tools | set(r.stdout.split()))
+
 HOST_PACKAGES = {"mmdebstrap": "mmdebstrap", "qemu-system-x86_64": "qemu-system-x86",
                  "mkfs.ext4": "e2fsprogs", "debugfs": "e2fsprogs"}
 # Suites and what each needs.  sid's Release file in the host's mirror is
@@ -82,10 +106,22 @@ GUEST_MB, GUEST_CPUS = 2048, 2
 # one vCPU, so a thread's CPU time counts its own instructions alone.
 ICOUNT = ["-icount", "shift=0,sleep=off,align=off"]
 ICOUNT_CPUS = 1
-LAB_RUNS = 3  # runs of each cell in a guest
+LAB_RUNS = 3  # runs of each cell in a QUICK guest, of QUICK_ITER calls
+QUICK_ITER = 20000
+# The guest runner's sizing, where not QUICK (its own PARAMS, in the guest's
+# clock, where 1 s is 1e9 instructions): a traced run cut to ~20M
+# instructions, an untraced one 1M calls (its tick adds ~0.003 a call),
+# and each cell run until its overhead's 95% interval is within 1% or
+# 0.05 instruction, from 2 runs (two runs that agree within ~0.15% reach
+# it: the unit is deterministic to a tick) to 5.  A run's cost is mostly
+# the tracer's start under TCG (bpftrace's ~5-10 s), so fewer runs is
+# what makes a lab short.
+GUEST_SIZING = {"iter": 1000000, "max_run_s": 0.02, "min_run_s": 0.005, "precision": 0.01,
+                "precision_ns": 0.05, "min_runs": 2, "max_runs": 5}
 BOOT_S = 60  # for a KVM guest to reach userspace before TCG is used instead
 USERSPACE = "KIT-LAB: userspace"
 DONE = "KIT-LAB: done"
+PROGRESS = ("[threads=", "[warm-up", "run: skipping", "KIT-LAB:")  # guest lines shown as they come
 MMDEBSTRAP_S = 1800
 LAB_THREADS = (1, 2)  # the thread counts a guest runs
 GUEST_S = {"quick": 1800, "full": 5400}  # a guest's whole run, boot to power-off
@@ -117,17 +153,23 @@ Param = params.Param
 PARAMS = [
     Param("LAB", suites, ["sid"], "Debian suites to boot, comma-separated", "sid"),
     Param("QUICK", params.flag01("QUICK"), False, "1: sid's " + " and ".join(QUICK_CONFIGS)
-          + ", ITER=20000, one run", "0"),
+          + f", ITER={QUICK_ITER}, {LAB_RUNS} runs a cell", "0"),
     params.BY_NAME["NO_INSTALL"],
     Param("LAB_CONFIGS", lab_configs, [], "configurations to run in the guest, names or "
           "patterns (the SystemTap ones need modules, built beforehand; others, such as "
-          "site-*-ftrace, run as on the host)", "every stap-* (QUICK: "
+          "site-*-ftrace, run as on the host)", "every configuration (QUICK: "
           + ", ".join(QUICK_CONFIGS) + ")"),
     params.BY_NAME["MISS"],
     Param("ICOUNT", params.flag01("ICOUNT"), True,
           "1: under TCG the guest counts instructions (QEMU -icount shift=0, one vCPU), and "
           "the rows' unit is instructions; 0: plain TCG, counts and statuses only", "1"),
     next(p for p in stap.Stap().params() if p.name == "STAP_TIMING"),
+    # the stap back-end's own row, but the lab is there for the module runtime
+    dataclasses.replace(next(p for p in stap.Stap().params() if p.name == "STAP_RUNTIME"),
+                        default="module", help="SystemTap's runtime in the guest: module (its "
+                        "modules built beforehand in the chroot, where the pre-flight passes), "
+                        "bpf (compiled in the guest at each run, as on the host), or auto: "
+                        "module where the pre-flight passes, else bpf"),
     Param("ACCEL", params.one_of("ACCEL", "auto", "kvm", "tcg"), "auto",
           "auto: KVM if the guest reaches userspace with it, else TCG"),
     Param("LAB_TIME_LIMIT", params.seconds_in("LAB_TIME_LIMIT", 0, 86400), 0,
@@ -224,21 +266,23 @@ class Suite:
         self.dir = os.path.join(LAB_DIR, name)
         self.rootfs = os.path.join(self.dir, "rootfs")
         self.out = os.path.join(folder_root, name)
-        self.qemu = None
-        self.exited_early = False
+        self.qemu = self.qemu_rc = self.img = None
+        self.exited_early = self.reached = False
         self.unbuilt = {}  # configuration -> why its module did not build
+        self.runtime = "module"  # SystemTap's in the guest (STAP_RUNTIME)
 
     def configs(self):
         if self.args.lab_configs:
             return self.args.lab_configs
-        names = QUICK_CONFIGS if self.args.quick else [
-            c.name for c in configs.CONFIGS if c.tracer == "stap"]
-        return [configs.BY_NAME[n] for n in names]
+        if self.args.quick:
+            return [configs.BY_NAME[n] for n in QUICK_CONFIGS]
+        return list(configs.CONFIGS)  # every one: what cannot run there says why
 
     # 1. the root file system
     def make_rootfs(self):
         ok = os.path.join(self.dir, "rootfs.ok")  # the package list it was made with
-        if os.path.exists(ok) and open(ok).read().split() == PACKAGES:
+        want = packages()
+        if os.path.exists(ok) and open(ok).read().split() == want:
             return
         m = mirror()
         if not m:
@@ -255,7 +299,7 @@ class Suite:
             "(a few minutes, once; cached in build/lab/)")
         t0 = time.monotonic()
         try:
-            sh(["mmdebstrap", "--variant=apt", "--include=" + ",".join(PACKAGES),
+            sh(["mmdebstrap", "--variant=apt", "--include=" + ",".join(want),
                 *(SID_APTOPT if self.name == "sid" else []), self.name, tmp, m],
                self.log, timeout=MMDEBSTRAP_S)
         except LabError:
@@ -263,7 +307,7 @@ class Suite:
             raise
         os.rename(tmp, self.rootfs)
         with open(os.path.join(self.dir, "rootfs.ok"), "w") as f:
-            f.write(f"{' '.join(PACKAGES)}\n")
+            f.write(f"{' '.join(want)}\n")
         say(f"lab: {self.name}: root file system in {time.monotonic() - t0:.0f} s")
 
     def kernel(self):
@@ -283,10 +327,14 @@ class Suite:
         """The repository, with its builds, at /kit in the root file system."""
         dst = os.path.join(self.rootfs, GUEST_KIT.lstrip("/"))
         shutil.rmtree(dst, ignore_errors=True)
+        # Not the host's timings.json: a guest sizes its runs by its own
+        # (one file per unit, kept in build/lab/SUITE/ between labs).
         skip = shutil.ignore_patterns("lab", "results", ".git", "kit-scratch-*",
-                                      "stap-kernel", "perf-buildid", "*.pyc")
+                                      "stap-kernel", "perf-buildid", "*.pyc", "timings.json")
         shutil.copytree(ROOT, dst, ignore=skip, symlinks=True)
         os.makedirs(os.path.join(dst, "results"), exist_ok=True)
+        for t in glob.glob(os.path.join(self.dir, "timings-*.json")):
+            shutil.copy(t, os.path.join(dst, "results"))
         os.makedirs(os.path.join(dst, "build", "lab-modules"), exist_ok=True)  # maybe none
         return dst
 
@@ -307,10 +355,15 @@ class Suite:
         tree = f"/lib/modules/{rel}/build"
         be = stap.Stap()
         be.runtime, be.timing = "module", bool(self.args.stap_timing)
+        version = self.chroot_version()
         with Mounts(self.rootfs):
             for cfg in [c for c in self.configs() if c.tracer == "stap"]:
                 mod = stap.prebuilt_name(cfg)
                 flags = be.cfg_flags(cfg)
+                cached = self.module_cache(cfg, mod, flags, rel, version)
+                if os.path.exists(cached):  # the same script, flags, target and kernel
+                    shutil.copy(cached, os.path.join(out, mod + ".ko"))
+                    continue
                 t0 = time.monotonic()
                 # From the kit's root: the scripts name the target relative to
                 # it, as users run them; pass 4 leaves MOD.ko there.
@@ -329,21 +382,38 @@ class Suite:
                     say(f"lab: {self.name}: {cfg.name}: {self.unbuilt[cfg.name]}")
                     continue
                 os.replace(os.path.join(kit, mod + ".ko"), os.path.join(out, mod + ".ko"))
+                for old in glob.glob(os.path.join(os.path.dirname(cached), mod + "-*.ko")):
+                    os.unlink(old)
+                shutil.copy(os.path.join(out, mod + ".ko"), cached)
                 say(f"lab: {self.name}: built {mod}.ko in {time.monotonic() - t0:.0f} s")
         return out
+
+    def module_cache(self, cfg, mod, flags, rel, version):
+        """Where CFG's module is kept between labs, named by what it is
+        built from: the script, stap's flags, the target it probes (its
+        bytes: the probes are file offsets), the kernel and SystemTap."""
+        h = hashlib.sha256("\0".join([*flags, rel, version]).encode())
+        for path in (cfg.script, stap.TARGET):
+            with open(os.path.join(ROOT, path), "rb") as f:
+                h.update(f.read())
+        d = os.path.join(self.dir, "modules")
+        os.makedirs(d, exist_ok=True)
+        return os.path.join(d, f"{mod}-{h.hexdigest()[:16]}.ko")
 
     # 4 and 5. the guest
     def init_script(self, kit, rel):
         cfgs = ",".join(c.name for c in self.configs() if c.name not in self.unbuilt)
-        # 3 runs a cell: an interval (under -icount the runs differ only by
-        # the timer interrupts that land in them)
-        size = ["--iter", "20000", "--runs", str(LAB_RUNS)] if self.args.quick else \
-            ["--runs", str(LAB_RUNS)]
+        # QUICK: 3 runs a cell of ITER=20000.  Else each cell is sized by
+        # the interval it reaches (GUEST_SIZING): under -icount the runs
+        # differ only by the interrupts that land in them.
+        size = (["--quick", "1", "--iter", str(QUICK_ITER), "--runs", str(LAB_RUNS)]
+                if self.args.quick else
+                [x for k, v in GUEST_SIZING.items() for x in (f"--{k.replace('_', '-')}", str(v))])
         run = " ".join(["python3", "scripts/run.py", "--configs", cfgs, "--threads",
-                        ",".join(map(str, LAB_THREADS)),
-                        "--quick", "1", *size, "--no-install", "1", "--no-report",
+                        ",".join(map(str, LAB_THREADS)), *size, "--no-install", "1", "--no-report",
                         *(["--miss", str(self.args.miss)] if self.args.miss else []),
                         *(["--stap-timing", "1"] if self.args.stap_timing else []),
+                        "--timings", f'"{GUEST_KIT}/results/timings-$UNIT.json"',
                         "--results", f"{GUEST_KIT}/results"])
         text = f"""#!/bin/sh
 # The guest's init (make lab): mount what the kit needs, run its runner on
@@ -358,7 +428,7 @@ echo "{USERSPACE} $(uname -r)"
 UNIT=$(sed -n 's/.*kit_unit=\\([a-z]*\\).*/\\1/p' /proc/cmdline)
 export UNIT="${{UNIT:-ns}}"
 cd {GUEST_KIT}
-STAP_RUNTIME=module STAP_MODULES={GUEST_KIT}/build/lab-modules {run} 2>&1 | tee {GUEST_KIT}/results/lab-run.log
+STAP_RUNTIME={self.runtime} STAP_MODULES={GUEST_KIT}/build/lab-modules {run} 2>&1 | tee {GUEST_KIT}/results/lab-run.log
 lsmod | grep '^kit_' > {GUEST_KIT}/results/modules-left.txt
 echo "KIT-LAB: modules left: $(wc -l < {GUEST_KIT}/results/modules-left.txt)"
 sync
@@ -387,7 +457,7 @@ sleep 30
             os.chmod(path, 0o755)
 
     def image(self):
-        img = os.path.join(self.dir, "disk.img")
+        img = self.img = os.path.join(self.dir, "disk.img")
         if os.path.exists(img):
             os.unlink(img)
         with open(img, "wb") as f:
@@ -399,6 +469,7 @@ sleep 30
         """Boots the guest; returns (console text, reached userspace)."""
         cpu = {"kvm": ["-enable-kvm", "-cpu", "host"], "tcg": ["-accel", "tcg", "-cpu", "max"]}
         init = "/kit-shell.sh" if shell else "/kit-init.sh"
+        self.accel = accel
         icount = self.icount = bool(accel == "tcg" and self.args.icount)
         # The guest's init passes kit_unit on to the runner (UNIT).
         unit = "instructions" if icount else "ns"
@@ -438,22 +509,40 @@ sleep 30
                 buf += chunk
                 console.append(chunk.decode(errors="replace"))
                 if not seen and USERSPACE.encode() in buf:
-                    seen = True
+                    seen = self.reached = True
                     say(f"lab: {self.name}: the guest reached userspace ({accel}) in "
                         f"{time.monotonic() - t0:.0f} s")
                     deadline = t0 + limit
+                    buf = buf[buf.index(USERSPACE.encode()):]
+                if seen:  # the guest runner's progress, as it comes, in host time
+                    *done, buf = buf.split(b"\n")
+                    for ln in done:
+                        text = ln.decode(errors="replace").strip()
+                        if text.startswith(PROGRESS):  # its ETA is in guest time: not shown
+                            say(f"lab: {self.name}: {time.monotonic() - t0:4.0f} s: "
+                                + re.sub(r",? +ETA [^]\s]+", "", text))
         self.stop_qemu()
         return "".join(console), seen
 
     def stop_qemu(self):
+        """Kills qemu if it still runs; qemu_rc is its exit status if it had
+        ended by itself, None if it was killed here."""
         q, self.qemu = self.qemu, None
         if q and q.poll() is None:
             os.killpg(q.pid, signal.SIGKILL)
-        if q:
             q.wait()
+            self.qemu_rc = None
+        elif q:
+            self.qemu_rc = q.wait()
 
-    def fetch(self, img):
-        """The guest's results folder, out of the image (debugfs: no mount)."""
+    def fetch(self, img, replay=False):
+        """The guest's results folder, out of the image (debugfs: no mount).
+        REPLAY: the guest did not shut down, so its last rows may be in the
+        file system's journal alone: e2fsck replays it first."""
+        if replay:
+            with open(self.log, "a") as f:  # exit 1: it replayed (changed) something
+                subprocess.run(["e2fsck", "-E", "journal_only", "-y", img], stdout=f,
+                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=600)
         dst = tempfile.mkdtemp(prefix="lab-fetch-", dir=self.dir)
         sh(["debugfs", "-R", f"rdump {GUEST_KIT}/results {dst}", img], self.log)
         return os.path.join(dst, "results")
@@ -518,13 +607,19 @@ def run_suite(name, args, top, log, state):
         say(f"lab: {name}: pre-flight: " + (why or f"SystemTap {extra['stap']} builds modules "
                                              f"for kernel {rel}"))
         extra["preflight"] = why
+        # SystemTap's runtime in the guest (STAP_RUNTIME): module needs the
+        # pre-flight; auto takes bpf where it fails; bpf compiles in the guest.
+        suite.runtime = ("bpf" if args.stap_runtime == "bpf" or (why and args.stap_runtime == "auto")
+                         else "module")
+        extra["stap_runtime"] = suite.runtime
         stap_cfgs = [c for c in suite.configs() if c.tracer == "stap"]
-        if why and len(stap_cfgs) == len(suite.configs()) and not args.shell:
-            return skipped_folder(suite, why, extra)
-        if why:  # the other configurations still run in the guest
-            suite.unbuilt.update((c.name, why) for c in stap_cfgs)
-        elif not args.shell:  # in the shell, stap -F builds its own, as users run it
-            suite.build_modules(rel, kit)
+        if suite.runtime == "module":
+            if why and len(stap_cfgs) == len(suite.configs()) and not args.shell:
+                return skipped_folder(suite, why, extra)
+            if why:  # the other configurations still run in the guest
+                suite.unbuilt.update((c.name, why) for c in stap_cfgs)
+            elif not args.shell:  # in the shell, stap -F builds its own, as users run it
+                suite.build_modules(rel, kit)
         suite.init_script(kit, rel)
         if args.shell:
             img = suite.image()
@@ -549,13 +644,28 @@ def run_suite(name, args, top, log, state):
                            f"{stopped_why(console)}")
         if not seen:
             raise LabError(f"the guest ({accel}) never reached userspace in {limit:g} s")
-        if DONE not in console:
-            raise LabError(f"the guest ({accel}) did not finish in {limit:g} s")
+        if DONE not in console:  # the rows it wrote are kept, the rest say why
+            rc = suite.qemu_rc
+            if rc is None:  # killed here, at the time limit
+                why = f"the guest ({accel}) did not finish in {limit:g} s"
+            else:
+                why = (f"the guest ({accel}) stopped before it finished: qemu "
+                       + (f"was killed by signal {-rc}" if rc < 0 else f"exited with status {rc}"))
+            return salvage(suite, extra, console, why)
         got = suite.fetch(img)
         return bring_back(suite, got, extra, console)
     except LabError as e:
         say(f"lab: {name}: {e}")
         return skipped_folder(suite, f"lab: {e}", extra) if not args.shell else None
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: keep what the guest wrote, then stop
+        suite.stop_qemu()
+        if suite.reached and not args.shell:
+            try:
+                d = salvage(suite, extra, None, "the lab was interrupted (Ctrl-C or SIGTERM)")
+                say(f"lab: {name}: the rows the guest wrote are in {os.path.relpath(d)}/")
+            except LabError:
+                pass
+        raise
     finally:
         suite.stop_qemu()
         for junk in glob.glob(os.path.join(suite.dir, "lab-fetch-*")):
@@ -564,18 +674,37 @@ def run_suite(name, args, top, log, state):
             os.unlink(os.path.join(suite.dir, "disk.img"))  # 4 GB, sparse: made anew each time
 
 
-def bring_back(suite, got, extra, console):
+def salvage(suite, extra, console, why):
+    """A guest that reached userspace but did not finish (WHY): the rows
+    its runner wrote (each on its disk as the run ended) are kept, and
+    each configuration and thread count it did not get to is a skipped row
+    saying WHY; LabError (every row skipped) if it wrote no folder."""
+    say(f"lab: {suite.name}: {why}; keeping the rows it wrote")
+    if console is None:  # interrupted inside boot(): its console is in the log
+        with open(os.path.join(suite.dir, f"console-{suite.accel}.log"), errors="replace") as f:
+            console = f.read()
+    try:
+        got = suite.fetch(suite.img, replay=True)
+    except LabError:
+        raise LabError(why)
+    return bring_back(suite, got, extra, console, unfinished=why)
+
+
+def bring_back(suite, got, extra, console, unfinished=None):
     """The guest's results folder becomes results/<stamp>-lab/SUITE/, with
-    the lab's facts in its meta.json."""
+    the lab's facts in its meta.json; UNFINISHED: why the guest stopped
+    early, said in a skipped row for each cell it left unrun."""
     inner = [d for d in glob.glob(os.path.join(got, "2*")) if os.path.isdir(d)]
     if len(inner) != 1:
         last = ""
         if os.path.exists(os.path.join(got, "lab-run.log")):
             with open(os.path.join(got, "lab-run.log"), errors="replace") as f:
                 last = ([ln.strip() for ln in f if ln.strip()] or [""])[-1]
-        raise LabError(f"the guest's runner wrote {len(inner)} results folders, not 1"
-                       + (f": {last}" if last else ""))
+        raise LabError(unfinished or f"the guest's runner wrote {len(inner)} results folders, "
+                       "not 1" + (f": {last}" if last else ""))
     shutil.copytree(inner[0], suite.out)
+    for t in glob.glob(os.path.join(got, "timings-*.json")):  # what sizes the next lab's runs
+        shutil.copy(t, suite.dir)
     for f in ("lab-run.log", "modules-left.txt"):
         if os.path.exists(os.path.join(got, f)):
             shutil.copy(os.path.join(got, f), os.path.join(suite.out, "logs", f))
@@ -585,8 +714,15 @@ def bring_back(suite, got, extra, console):
     if os.path.exists(os.path.join(got, "modules-left.txt")):
         with open(os.path.join(got, "modules-left.txt")) as f:
             left = [ln.split()[0] for ln in f if ln.strip()]
+    ran = {(r["config"], r["threads"]) for r in record.load(suite.out)[0]}
     folder = record.Folder.reopen(suite.out)
     folder.meta["lab"] = dict(extra, modules_left=left)
+    if unfinished:
+        folder.meta["lab"]["unfinished"] = unfinished
+        for c in suite.configs():
+            if c.name not in suite.unbuilt:
+                folder.skipped(c, [n for n in LAB_THREADS if (c.name, n) not in ran],
+                               f"lab: {unfinished}: not run")
     if suite.unbuilt:  # skipped rows for what could not be built, as runs.csv's own
         for c in suite.configs():
             if c.name in suite.unbuilt:
@@ -640,56 +776,105 @@ def kernels_table(folders):
     """Configuration x guest kernel, in instructions per event over each
     guest's own baseline (mean and 95% interval, per thread count), for
     the folders that counted instructions: one look at what a kernel
-    changed.  A cell that did not count exactly says its status."""
-    got = {}
+    changed.  A cell that did not count exactly gives its status, and a
+    configuration that could not run there (SystemTap where its pre-flight
+    fails) its reason, as a numbered note below."""
+    got, cols, notes = {}, [], tables.Notes()
     for d in folders:
         rows, meta, _ = record.load(d)
         if meta.get("unit") != "instructions":
             continue
         lab = meta.get("lab", {})
         col = f"{lab.get('suite')} ({lab.get('kernel', '?').split('+')[0].split('-')[0]})"
-        for c in stats.analyse(rows, meta)["cells"]:
-            o, st = c.get("overhead"), sorted(set(c.get("statuses", [])))
-            if st and st != ["ok"]:
-                v = "/".join(st) + (" (never fired)" if (c.get("path") or "").startswith("none")
-                                    else "")
-            elif o and o["lo_ns"] is not None:
-                f = ".0f" if abs(o["mean_ns"]) >= 100 else ".2f"
-                v = f"{o['mean_ns']:{f}} [{o['lo_ns']:{f}}, {o['hi_ns']:{f}}]"
-            else:
-                v = "-" if c["config"] == stats.BASELINE else "no interval"
-            got.setdefault((c["config"], c["threads"]), {})[col] = v
-    cols = list(dict.fromkeys(k for v in got.values() for k in v))  # the suites' order
+        cols.append(col)
+        cells = {(c["config"], c["threads"]): c for c in stats.analyse(rows, meta)["cells"]}
+        why = {}  # (config, threads) -> {reason: runs} of its rows that did not count exactly
+        for r in rows:
+            if r["status"] != "ok" and r["reason"] and r["rep"]:  # not a warm-up
+                k = why.setdefault((r["config"], int(r["threads"])), {})
+                k[r["reason"]] = k.get(r["reason"], 0) + 1
+        for r in rows:
+            key = (r["config"], int(r["threads"]))
+            c = cells.get(key)
+            if col in got.get(key, {}):  # one cell, several rows
+                continue
+            if c:
+                got.setdefault(key, {})[col] = kernel_cell(c, why.get(key, {}), notes)
+            elif r["status"] == "skipped":
+                got.setdefault(key, {})[col] = "skipped " + notes.ref(r["reason"])
     if not cols:
         return []
-    out = ["", "Overhead per event in guest **instructions** (QEMU -icount; 95% interval), "
-           "over each guest's own baseline; never compared with host ns:", "",
-           "| config | threads | " + " | ".join(cols) + " |",
-           "|---|---|" + "---|" * len(cols)]
-    for (cfg, n), v in got.items():
-        if cfg != stats.BASELINE:
-            out.append(f"| {cfg} | {n} | " + " | ".join(v.get(c, "-") for c in cols) + " |")
-    return out
+    order = {c.name: i for i, c in enumerate(configs.CONFIGS)}
+    body = [[cfg, n] + [v.get(c, "-") for c in cols]
+            for (cfg, n), v in sorted(got.items(), key=lambda kv: (order.get(kv[0][0], 0), kv[0]))
+            if cfg != stats.BASELINE]
+    return (["", "Overhead per event in guest **instructions** (QEMU -icount; mean [95% "
+             "interval]) over each guest's own baseline; never compared with host ns:", "",
+             tables.table(["config", "threads"] + cols, body)] + notes.lines())
+
+
+def kernel_cell(c, reasons, notes):
+    """One configuration at one thread count on one kernel."""
+    st = sorted(set(c.get("statuses", [])))
+    if st and st != ["ok"]:
+        never = " (never fired)" if (c.get("path") or "").startswith("none") else ""
+        # one reason for the cell (its runs' differ in their figures alone)
+        return "/".join(st) + never + (
+            f" {notes.ref(min(reasons), sum(reasons.values()))}" if reasons else "")
+    o = c.get("overhead")
+    if o and o["lo_ns"] is not None:
+        return tables.f_interval(o["mean_ns"], o["lo_ns"], o["hi_ns"], tables.f_ins)
+    return "no interval"
+
+
+SUMMARY_HEAD = ["suite", "kernel", "SystemTap", "accel", "pre-flight", "rows"]
 
 
 def summary(top, folders):
-    lines = ["| suite | kernel | SystemTap | accel | pre-flight | rows |", "|---|---|---|---|---|---|"]
+    """summary.md: a line per suite, the configuration x kernel table and
+    the 2011 probes in instructions; printed too."""
+    notes, body, guests = tables.Notes(), [], []
     for d in folders:
         rows, meta, _ = record.load(d)
         lab = meta.get("lab", {})
         counts = {}
         for r in rows:
             counts[r["status"]] = counts.get(r["status"], 0) + 1
-        lines.append(f"| {lab.get('suite')} | {lab.get('kernel', '?')} | {lab.get('stap', '?')} "
-                     f"| {lab.get('accel', '-')} | {lab.get('preflight') or 'builds modules'} | "
-                     + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) + " |")
-    lines += kernels_table(folders)
+        body.append([lab.get("suite"), lab.get("kernel", "?"),
+                     f"{lab.get('stap', '?')}, {lab.get('stap_runtime', 'module')} runtime",
+                     lab.get("accel", "-"), notes.inline(lab.get("preflight") or "builds modules"),
+                     ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+                     + (f"; stopped early: {notes.ref(lab['unfinished'])}"
+                        if lab.get("unfinished") else "")])
+        if meta.get("unit") == "instructions":
+            guests.append({"a": dict(stats.analyse(rows, meta), **stats.outcomes(rows)), "lab": lab,
+                           "folder": os.path.relpath(d, os.path.dirname(os.path.dirname(d)))})
+    lines = [tables.table(SUMMARY_HEAD, body)] + notes.lines()
+    lines += kernels_table(folders) + lab_2011(guests)
     text = "\n".join(lines) + "\n"
     os.makedirs(top, exist_ok=True)
     with open(os.path.join(top, "summary.md"), "w") as f:
         f.write(text)
     print(text)
     say(f"lab: results in {os.path.relpath(top, ROOT)}/ (one folder per suite, summary.md)")
+
+
+def lab_2011(guests):
+    """The 2011 post's probes (shared/seeds/003: seconds for 10M calls)
+    beside each guest's SystemTap, in instructions per event: never the
+    same unit, so side by side, never divided."""
+    if not guests:
+        return []
+    y, vals = tables.Y2011, [tables.guest_2011(g) for g in guests]
+    body = [["bare call (baseline)", f"{y['bare_s']:.2f} s"]]
+    body += [[label, f"{y[key]:.2f} s" if key else "-"] for label, key, _ in tables.Y2011_ROWS]
+    body.insert(3, ["gettimeofday_ns() share", f"{y['gettimeofday_s']:.1f} s"])
+    for row in body:
+        row += [v.get(row[0], "-") for v in vals]
+    return ["", "SystemTap's 2011 probes (2011: seconds for 10M calls, Fedora 14, SystemTap 1.3, "
+            "`stap -F`) beside each guest's, in instructions per event:", "",
+            tables.table(["10M calls, 1 thread", "2011 [s]"]
+                         + [tables.guest_head(g) for g in guests], body)]
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ complete and one line says how to get the plots.
 Warm-up rows (rep 0) are kept in runs.csv but not counted here.
 """
 import csv
+import glob
 import json
 import os
 import shutil
@@ -34,7 +35,7 @@ import summary  # noqa: E402
 from record import BadInput, load  # noqa: E402
 from record import DEFAULT_UNIT, paced_rate  # noqa: E402
 from stats import BASELINE, analyse, outcomes, paced  # noqa: E402
-from tables import (environment, f_ns, lab_markdown, paced_markdown, skipped_failed,  # noqa
+from tables import (Y2011_CONFIGS, environment, f_ns, lab_markdown, paced_markdown, skipped_failed,  # noqa
                     table, tight_markdown)
 
 # Set in the environment of a report re-run under another interpreter, so
@@ -42,13 +43,34 @@ from tables import (environment, f_ns, lab_markdown, paced_markdown, skipped_fai
 REEXEC = "KIT_REPORT_REEXEC"
 
 
-def markdown(a, meta, warnings, folder, p=None, rows=(), made=()):
-    """report.md: the answers, then the environment and every table."""
+def guest_for(folder):
+    """The newest lab guest beside FOLDER (its results/<stamp>-lab/SUITE/)
+    whose SystemTap module runtime counted instructions at 1 thread, for
+    the 2011 table: {"a", "lab", "folder"} (tables.guest_head), or None."""
+    top = os.path.dirname(os.path.realpath(folder))
+    for m in sorted(glob.glob(os.path.join(top, "*-lab", "*", "meta.json")), reverse=True):
+        d = os.path.dirname(m)
+        try:
+            rows, meta, _ = load(d)
+        except (BadInput, OSError, UnicodeDecodeError, csv.Error):
+            continue
+        if meta.get("unit") == "instructions" and any(
+                r["config"] in Y2011_CONFIGS and r["status"] == "ok" and r["runtime"] == "module"
+                and int(r["threads"]) == 1 for r in rows):
+            return {"a": analyse(rows, meta), "lab": meta.get("lab") or {},
+                    "folder": os.path.relpath(d, os.path.dirname(top))}
+    return None
+
+
+def markdown(a, meta, warnings, folder, p=None, rows=(), made=(), guest=None):
+    """report.md: the answers, then the environment and every table; GUEST
+    (guest_for) adds a lab guest's module runtime to the 2011 tables."""
     env = meta or {}
     lines = [f"# Tracing overhead: {os.path.basename(os.path.normpath(folder))}", ""]
     lab = env.get("lab")
     if not lab:
-        lines += ["## Answers", ""] + summary.answers(a, p, list(rows), env, folder, made) + [""]
+        lines += ["## Answers", ""] + summary.answers(a, p, list(rows), env, folder, made,
+                                                      guest=guest) + [""]
     lines += environment(env)
     if warnings:
         lines += ["", "## Input warnings", ""] + [f"- {w}" for w in warnings]
@@ -57,7 +79,7 @@ def markdown(a, meta, warnings, folder, p=None, rows=(), made=()):
         if lab.get("accel") != "kvm":  # emulated times are not shown beside anything
             return "\n".join(lines) + "\n"
     if a["cells"] or not (p and p["cells"]):
-        lines += tight_markdown(a, env)
+        lines += tight_markdown(a, env, guest)
     if p and p["cells"]:
         lines += paced_markdown(p)
         if not a["cells"]:  # else tight_markdown said them
@@ -189,7 +211,8 @@ def main(argv):
         results.append((folder, a))
         units[folder] = meta.get("unit") or DEFAULT_UNIT
         made, drawn = ([], {}) if emulated else plots(a, folder, p)
-        md = markdown(a, meta, warnings, folder, p, rows, made)
+        guest = None if meta.get("lab") else guest_for(folder)
+        md = markdown(a, meta, warnings, folder, p, rows, made, guest)
         with open(os.path.join(folder, "report.md"), "w") as f:
             f.write(md)
         with open(os.path.join(folder, "report.json"), "w") as f:
@@ -199,7 +222,8 @@ def main(argv):
         if emulated:
             print("\n".join(lab_markdown(a, meta["lab"], meta)))
         else:
-            print("\n".join(summary.answers(a, p, rows, meta, folder, made, terminal=True)))
+            print("\n".join(summary.answers(a, p, rows, meta, folder, made, terminal=True,
+                                             guest=guest)))
         print(f"\nreport: wrote {summary.shown(os.path.join(folder, 'report.md'))}, report.json"
               + (f" and {len(made)} plots (drawn by {sys.executable})" if made else ""))
     if len(set(units.values())) > 1:  # host ns and guest instructions never meet

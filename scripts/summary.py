@@ -12,8 +12,8 @@ import configs
 import kernel
 from record import STATUSES
 from stats import BASELINE
-from tables import (Y2011_CONFIGS, f_overhead, f_rate, f_x, failure_groups, normalise, reading,
-                    table, where, y2011)
+from tables import (Y2011_CONFIGS, f_overhead, f_rate, f_x, failure_groups, guest_head, guest_line,
+                    normalise, reading, table, where, y2011)
 
 LINES, WIDTH = 60, 120
 MAX_REASONS = 8  # distinct failure reasons shown; the rest are in report.md
@@ -156,9 +156,11 @@ def failure_lines(a, limit=MAX_REASONS):
     return lines
 
 
-def answers(a, p, rows, meta, folder, plots=(), terminal=False):
+def answers(a, p, rows, meta, folder, plots=(), terminal=False, guest=None):
     """The answers as lines of Markdown (which read as text in a terminal).
-    TERMINAL: cut to LINES lines of WIDTH characters, the way out named."""
+    TERMINAL: cut to LINES lines of WIDTH characters, the way out named.
+    GUEST (report.guest_for): a lab guest's module runtime beside the 2011
+    figures, in instructions, a column of its own."""
     env = meta or {}
     name = shown(folder) if terminal else os.path.basename(os.path.normpath(folder))
     lines = [f"What tracing costs on {env.get('cpu_model', 'this machine')}, "
@@ -178,11 +180,15 @@ def answers(a, p, rows, meta, folder, plots=(), terminal=False):
                       f"answered {kernel.answer(env)}):", ""] + sites
         if a["has_baseline"]:
             lines += ["", "The 2011 post beside today (10M calls, 1 thread, scaled):", ""]
-            lines.append(table(["probe", "2011", "today", "today's configuration"],
-                               [[r[0], f"{r[1]}, {r[2]}" if r[2] else r[1],
-                                 "-" if r[4] == "-" and r[5] else f"{r[4]}, {r[5]}" if r[5]
-                                 else r[6] and f"{r[6]} ns/event",
-                                 r[7]] for r in y2011(a)]))
+            head = ["probe", "2011", "today, this machine", "today's configuration"]
+            if guest:
+                head[3:3] = [guest_head(guest)]
+            lines.append(table(head, [
+                [r[0], f"{r[1]}, {r[2]}" if r[2] not in ("", "-") else r[1],
+                 "-" if r[4] == "-" and r[5] else f"{r[4]}, {r[5]}" if r[5]
+                 else r[6] and f"{r[6]} ns/event"] + r[7:-1] + r[-1:]
+                for r in y2011(a, guest)]))
+            lines += ["", guest_line(guest)] if guest else []
     if p and p["cells"]:
         lim = [m for m in p["limits"] if m["config"] != BASELINE]
         if lim:

@@ -248,31 +248,77 @@ def scaling_rows(a):
 Y2011_HEAD = ["10M calls, 1 thread", "2011 [s]", "2011 [x baseline]", "2011 overhead [ns/event]",
               "today, scaled to 10M [s]", "today [x baseline]", "today overhead [ns/event]",
               "configuration"]
+# The 2011 post's rows: (label, its figure in Y2011 or None, today's configuration)
+Y2011_ROWS = [("process.function + gettimeofday_ns + $v", "function_s", "stap-function-time"),
+              ("process.mark + gettimeofday_ns + $arg1", "mark_s", "stap-mark-time"),
+              ("process.function + $v, no gettimeofday_ns", None, "stap-function"),
+              ("process.mark + $arg1, no gettimeofday_ns", None, "stap-mark")]
 
 
-def y2011(a):
+def guest_head(guest):
+    """The 2011 table's column for a lab guest's module runtime (GUEST:
+    {"a": its analysis, "lab": its meta's lab, "folder": its name})."""
+    lab = guest["lab"]
+    return (f"{lab.get('stap_runtime', 'module')} runtime, {lab.get('suite')} guest "
+            f"{lab.get('kernel', '?').split('+')[0].split('-')[0]} [instructions/event]")
+
+
+def guest_line(guest):
+    """Where the 2011 table's guest column comes from, and what it counts."""
+    lab = guest["lab"]
+    return (f"The guest column: `make lab`'s {guest['folder']} (Debian {lab.get('suite')}, "
+            f"kernel {lab.get('kernel', '?')}, SystemTap {lab.get('stap', '?')}, "
+            + ("`stap --runtime=bpf`" if lab.get("stap_runtime") == "bpf" else
+               "`staprun -L`, flight recorder")
+            + "), in guest **instructions** per event (QEMU -icount), a unit of "
+            "its own: never compared with the ns beside it.")
+
+
+def guest_2011(guest):
+    """The guest's figures for the 2011 rows, in instructions: {row label:
+    text}; the bare call's per call, the probes' overhead per event."""
+    cells = {c["config"]: c for c in guest["a"]["cells"] if c["threads"] == 1 and c["n_runs"]}
+    ov = {n: c["overhead"] for n, c in cells.items()
+          if c.get("overhead") and set(c.get("statuses", [])) == {"ok"}}
+    base = cells.get(BASELINE)
+    skipped = {s["config"] for s in guest["a"].get("skipped", [])}
+    out = {"bare call (baseline)": f"{f_ins(base['median_ns'])} a call" if base else "-"}
+    for label, _, cfg in Y2011_ROWS:
+        o = ov.get(cfg)
+        out[label] = f_interval(o["mean_ns"], o["lo_ns"], o["hi_ns"], f_ins) if o else (
+            "/".join(sorted(set(cells[cfg].get("statuses", [])))) if cfg in cells
+            else "skipped" if cfg in skipped else "not measured")
+    mt, m = ov.get("stap-mark-time"), ov.get("stap-mark")
+    out["gettimeofday_ns() share"] = f_ins(mt["mean_ns"] - m["mean_ns"]) if mt and m else "-"
+    return out
+
+
+def y2011(a, guest=None):
     """The 2011 figures beside today's: as ratios to the baseline, and as
-    overhead per event (ratios alone mislead: the bare call got 20x faster)."""
+    overhead per event (ratios alone mislead: the bare call got 20x faster);
+    and, given a lab GUEST, its module runtime's in instructions, a column
+    of its own (guest_head)."""
     cells = {c["config"]: c for c in a["cells"] if c["threads"] == 1 and c["n_runs"]}
     base = cells.get(BASELINE)
     n = Y2011["calls"]
     rows = [["bare call (baseline)", f"{Y2011['bare_s']:.2f} s", "1.0x", "-",
              f"{f_s(base['median_ns'] * n / 1e9)} s" if base else "-",
              "1.0x" if base else "-", "-", "baseline"]]
-    for key, label in (("function_s", "process.function + gettimeofday_ns + $v"),
-                       ("mark_s", "process.mark + gettimeofday_ns + $arg1")):
-        c = cells.get(Y2011_MATCH[key])
-        then = Y2011[key] / Y2011["bare_s"]
-        then_ns = (Y2011[key] - Y2011["bare_s"]) * 1e9 / n
+
+    def today(label, then_s, cfg):
+        c = cells.get(cfg)
+        then = then_x = then_ns = "-"
+        if then_s is not None:
+            then, then_x = f"{then_s:.2f} s", f"{then_s / Y2011['bare_s']:.1f}x"
+            then_ns = f"{(then_s - Y2011['bare_s']) * 1e9 / n:.0f}"
         now = now_x = now_ns = "-"
         if c and base:
             now = f"{f_s(c['median_ns'] * n / 1e9)} s"
             now_x = f"{f_x(c['median_ns'] / base['median_ns'])}x"
             now_ns = f_ns(c["median_ns"] - base["median_ns"])
-        rows.append([label, f"{Y2011[key]:.2f} s", f"{then:.1f}x", f"{then_ns:.0f}", now, now_x,
-                     now_ns, f"{Y2011_MATCH[key]}" + (
-                         f" ({c['runtime']} runtime)" if c and c["runtime"]
-                         else "" if c else " (not measured)")])
+        return [label, then, then_x, then_ns, now, now_x, now_ns, cfg + (
+            f" ({c['runtime']} runtime)" if c and c["runtime"] else "" if c else " (not measured)")]
+    rows += [today(label, Y2011[key], cfg) for label, key, cfg in Y2011_ROWS if key]
     g_then = Y2011["gettimeofday_s"] * 1e9 / n
     g_now = "-"
     mt, m = cells.get("stap-mark-time"), cells.get("stap-mark")
@@ -280,6 +326,10 @@ def y2011(a):
         g_now = f_ns(mt["median_ns"] - m["median_ns"])
     rows.append(["gettimeofday_ns() share", f"{Y2011['gettimeofday_s']:.1f} s", "",
                  f"{g_then:.0f}", "", "", g_now, "stap-mark-time - stap-mark"])
+    rows += [today(label, None, cfg) for label, key, cfg in Y2011_ROWS if not key]
+    if guest:
+        g = guest_2011(guest)
+        rows = [r[:7] + [g.get(r[0], "-")] + r[7:] for r in rows]
     return rows
 
 
@@ -351,8 +401,9 @@ def sites_table(a, meta=None, unit="ns"):
     return table(head, rows)
 
 
-def tight_markdown(a, meta=None):
-    """The tight-loop detail (RATE=max, the default)."""
+def tight_markdown(a, meta=None, guest=None):
+    """The tight-loop detail (RATE=max, the default); GUEST (guest_head)
+    adds a lab guest's module runtime to the 2011 table."""
     notes = Notes()
     lines = ["", "## Overhead per event", "",
              "Per-event time is each thread's loop wall time / calls.  Overhead is against "
@@ -379,8 +430,9 @@ def tight_markdown(a, meta=None):
     lines += ["", "## The 2011 figures beside today's", "",
               "2011: SystemTap 1.3, Fedora 14, Core 2 Duo P8600, utrace, `stap -F` "
               "(shared/seeds/003).  Today's runs are scaled to 10M calls at 1 thread.", ""]
-    lines.append(table(Y2011_HEAD, y2011(a)))
-    return lines + skipped_failed(a)
+    head = Y2011_HEAD[:7] + [guest_head(guest)] + Y2011_HEAD[7:] if guest else Y2011_HEAD
+    lines.append(table(head, y2011(a, guest)))
+    return lines + (["", guest_line(guest)] if guest else []) + skipped_failed(a)
 
 
 def skipped_failed(a):
@@ -510,8 +562,9 @@ ICOUNT_HEAD = ["config", "threads", "runs (failed)", "status", "median [instruct
 
 
 def f_ins(v):
-    """Instructions: two decimals (an idle marker's nop is 1.00)."""
-    return "-" if v is None else f"{v:.2f}" if abs(v) < 1000 else f"{v:,.0f}"
+    """Instructions: two decimals below 100 (an idle marker's nop is
+    1.00), whole ones above (a trap's hundreds vary by more than one)."""
+    return "-" if v is None else f"{v:.2f}" if abs(v) < 100 else f"{v:,.0f}"
 
 
 def icount_rows(a):

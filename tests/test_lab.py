@@ -6,9 +6,11 @@ build/lab/ after that."""
 import glob
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 from kit_test import ROOT, SCRIPTS, need_root, run, unavailable
@@ -17,7 +19,7 @@ import record
 import report
 
 LAB_PY = os.path.join(SCRIPTS, "lab.py")
-QUICK_ITER = 20000  # lab.py's QUICK runs
+QUICK_ITER = lab.QUICK_ITER
 
 
 def lab_state():
@@ -56,8 +58,49 @@ class Inputs(unittest.TestCase):
         with its default."""
         r = run(["make", "-s", "help"])
         for line in ("LAB=sid", "QUICK=0", "NO_INSTALL=0", "ICOUNT=1", "MISS=0", "STAP_TIMING=0",
-                     "ACCEL=auto", "LAB_TIME_LIMIT=0", "LAB_CONFIGS=every stap-*"):
+                     "ACCEL=auto", "LAB_TIME_LIMIT=0", "LAB_CONFIGS=every configuration"):
             self.assertRegex(r.stdout, r"make lab .*\n(\s+\S.*\n)*\s+" + re.escape(line))
+
+
+class Tables(unittest.TestCase):
+    """summary.md's tables from two hand-made guest folders
+    (tests/fixtures/report/guest/: sid, where each SystemTap configuration
+    costs its baseline plus a constant in every run and ftrace-sdt
+    miscounted in each of its 3, and trixie, where the pre-flight failed),
+    worked by hand."""
+    FOLDERS = sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "report", "guest",
+                                            "*-lab", "*")))
+
+    def test_kernels_table(self):
+        lines = "\n".join(lab.kernels_table(self.FOLDERS)).splitlines()
+        rows = [[x.strip() for x in ln.strip("|").split("|")] for ln in lines
+                if ln.startswith(("| stap", "| ftrace"))]
+        self.assertEqual(rows, [
+            ["ftrace-sdt", "1", "mismatch [1]", "-"],  # 3 runs, each its own count: one note
+            ["stap-function-time", "1", "2,500 [2,500, 2,500]", "-"],
+            ["stap-function", "1", "2,000 [2,000, 2,000]", "-"],
+            ["stap-mark-time", "1", "1,910 [1,910, 1,910]", "-"],
+            ["stap-mark", "1", "1,400 [1,400, 1,400]", "skipped [2]"]])  # configs.CONFIGS' order
+        self.assertIn("| config             | threads | sid (7.2.13)         | trixie (6.12.117) |",
+                      lines)
+        self.assertIn("[1] the tracer saw 1 events, expected 1000 (3 runs)", lines)
+        self.assertIn("[2] SystemTap 5.1 cannot build modules for kernel 6.12.117+deb13-amd64: "
+                      "uprobes-inode.c:50:17: error: 'uprobe_unregister' undeclared (1 run)", lines)
+
+    def test_2011_in_instructions(self):
+        with tempfile.TemporaryDirectory() as top:
+            lab.summary(top, self.FOLDERS)
+            with open(os.path.join(top, "summary.md")) as f:
+                md = f.read()
+        # the 2011 seconds beside the guests' instructions, one column each
+        self.assertRegex(md, r"\| process.mark \+ gettimeofday_ns \+ \$arg1 +\| 27.60 s +\| "
+                             r"1,910 \[1,910, 1,910\] +\| not measured +\|")
+        self.assertRegex(md, r"\| process.mark \+ \$arg1, no gettimeofday_ns +\| - +\| "
+                             r"1,400 \[1,400, 1,400\] +\| skipped +\|")
+        self.assertRegex(md, r"\| gettimeofday_ns\(\) share +\| 8.4 s +\| 510 +\| - +\|")
+        self.assertIn("module runtime, sid guest 7.2.13 [instructions/event]", md)
+        self.assertRegex(md, r"\| trixie \| 6.12.117\+deb13-amd64 \| 5.1/0.193, module runtime \| "
+                             r"tcg +\| \[1\] +\| 3 ok, 1 skipped")
 
 
 class Quick(unittest.TestCase):
@@ -180,6 +223,49 @@ class Icount(unittest.TestCase):
                 self.assertLess(abs(a / b - 1), 0.01, (a, b))
 
 
+class Shell(unittest.TestCase):
+    def test_shell_counts_instructions(self):
+        """make lab-shell under TCG (ICOUNT=1): a command typed in the guest
+        gets the lab's yardstick, the clock counting instructions; typed
+        there, the idle marker's build costs the bare call's plus its one
+        `nop` (1.00 instruction a call within 0.05, from the target's own
+        text output), and leaving the shell powers the guest off."""
+        need_root(self)
+        before = lab_state()
+        p = subprocess.Popen([sys.executable, LAB_PY, "--shell", "--accel", "tcg"], cwd=ROOT,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
+        out = b""
+        try:
+            os.set_blocking(p.stdout.fileno(), False)
+            deadline, sent = time.monotonic() + 900, False
+            while p.poll() is None and time.monotonic() < deadline:
+                chunk = p.stdout.read() or b""
+                out += chunk
+                if not sent and b"try: stap -F stp/mark.stp" in out:
+                    time.sleep(2)  # the shell's prompt
+                    p.stdin.write(b"for b in plain sdt; do build/benchmark-$b -i 1000000 "
+                                  b"-f text; done; exit\n")
+                    p.stdin.flush()
+                    sent = True
+                time.sleep(0.2)
+            out += p.stdout.read() or b""
+        finally:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        text = out.decode(errors="replace")
+        if "lab: " in text and "root file system" in text and "failed" in text:
+            unavailable(self, text[-500:])
+        self.assertIn("The guest's clock counts instructions (QEMU -icount shift=0)", text)
+        per_call = [float(x) for x in re.findall(r"calls, wall [\d.]+ s, user .*?, ([\d.]+) "
+                                                  r"ns/call", text)]
+        self.assertEqual(len(per_call), 2, text[-2000:])
+        self.assertAlmostEqual(per_call[1] - per_call[0], 1.0, delta=0.05)
+        self.assertEqual(p.returncode, 0, text[-2000:])
+        self.assertEqual(lab_state(), before)
+
+
 class Faults(unittest.TestCase):
     def test_a_guest_past_its_time_limit(self):
         """A guest that has not finished at LAB_TIME_LIMIT (here 5 s, less
@@ -199,6 +285,83 @@ class Faults(unittest.TestCase):
         self.assertEqual({x["reason"] for x in rows},
                          {"lab: the guest (tcg) never reached userspace in 5 s"})
         self.assertIn("lab: sid: the guest (tcg) never reached userspace in 5 s", r.stderr)
+        self.assertEqual(lab_state(), before)
+
+    def interrupt_mid_run(self, res, stop):
+        """Runs the lab (QUICK, baseline and ftrace-sdt, TCG) until the guest
+        has done its first round at 1 thread, then STOP(lab process);
+        (return code, stderr, rows, meta)."""
+        p = subprocess.Popen([sys.executable, LAB_PY, "--quick", "1", "--accel", "tcg",
+                              "--lab-configs", "baseline,ftrace-sdt", "--results", res],
+                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
+        err = []
+        try:
+            for line in p.stderr:
+                err.append(line)
+                if "[threads=1 round 2, 1/2]" in line:
+                    stop(p)
+                    break
+            err += p.stderr.readlines()
+            rc = p.wait(timeout=600)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        text = "".join(err)
+        folders = glob.glob(os.path.join(res, "*-lab", "sid"))
+        if not folders:
+            self.fail(text[-3000:])
+        rows, meta, _ = record.load(folders[0])
+        if (meta.get("lab", {}).get("preflight") or "").startswith("lab: "):
+            unavailable(self, meta["lab"]["preflight"])
+        return rc, text, rows, meta
+
+    def check_kept(self, rows, why):
+        """Round 1 at 1 thread (and what followed before the stop reached
+        the guest: its console comes in bursts) kept as the guest wrote it;
+        each cell it did not reach, one skipped row saying WHY."""
+        done = {(x["config"], x["threads"]) for x in rows if x["status"] == "ok"}
+        self.assertIn(("baseline", 1), done)
+        self.assertIn(("ftrace-sdt", 1), done)
+        skipped = [((x["config"], x["threads"]), x["reason"]) for x in rows
+                   if x["status"] == "skipped"]
+        cells = {(c, n) for c in ("baseline", "ftrace-sdt") for n in lab.LAB_THREADS}
+        self.assertEqual(sorted(k for k, _ in skipped), sorted(cells - done))
+        self.assertTrue(skipped, "the guest finished before it was stopped")
+        self.assertEqual({w for _, w in skipped}, {f"lab: {why}: not run"})
+
+    def test_a_guest_killed_mid_run(self):
+        """qemu killed (SIGKILL) while the guest runs: the rows it wrote
+        are kept (its file system's journal replayed), the cells it did not
+        reach are skipped saying qemu was killed, and nothing is left."""
+        need_root(self)
+        before = lab_state()
+
+        def kill_qemu(_lab):
+            subprocess.run(["pkill", "-KILL", "-f", "qemu-system.*" + re.escape(
+                os.path.join(lab.LAB_DIR, "sid", "disk.img"))])
+        with tempfile.TemporaryDirectory() as res:
+            rc, err, rows, meta = self.interrupt_mid_run(res, kill_qemu)
+        why = "the guest (tcg) stopped before it finished: qemu was killed by signal 9"
+        self.assertEqual(rc, 0, err[-3000:])
+        self.assertIn(f"lab: sid: {why}; keeping the rows it wrote", err)
+        self.assertEqual(meta["lab"]["unfinished"], why)
+        self.check_kept(rows, why)
+        self.assertEqual(lab_state(), before)
+
+    def test_ctrl_c_mid_run(self):
+        """Ctrl-C (SIGINT) during make lab: exit 130, the guest stopped,
+        the rows it wrote kept in the results folder, nothing left."""
+        need_root(self)
+        before = lab_state()
+        with tempfile.TemporaryDirectory() as res:
+            rc, err, rows, meta = self.interrupt_mid_run(
+                res, lambda lab: lab.send_signal(signal.SIGINT))
+        why = "the lab was interrupted (Ctrl-C or SIGTERM)"
+        self.assertEqual(rc, 130, err[-3000:])
+        self.assertIn("the rows the guest wrote are in", err)
+        self.check_kept(rows, why)
         self.assertEqual(lab_state(), before)
 
 

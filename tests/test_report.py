@@ -282,6 +282,55 @@ class ByHand(unittest.TestCase):
         self.assertEqual(rows[3][6], "0.80")  # 10.4 - 9.6: the time call's share
 
 
+class Guest2011(unittest.TestCase):
+    """The 2011 table's module-runtime column from a lab guest beside the
+    host's folder (fixtures/report/guest: per call 6.0/6.1/6.2 instructions
+    untraced in runs 1..3, and each stap configuration the same plus a
+    constant, so its overhead is that constant with a zero-width interval)."""
+    GUEST = os.path.join(FIXTURES, "guest", "20261201T000000Z-lab")
+
+    def host_beside_guest(self, tmp, unit="instructions"):
+        host = fixture("basic", tmp)
+        shutil.copytree(self.GUEST, os.path.join(tmp, os.path.basename(self.GUEST)))
+        meta = os.path.join(tmp, os.path.basename(self.GUEST), "sid", "meta.json")
+        with open(meta) as f:
+            m = json.load(f)
+        m["unit"] = unit
+        with open(meta, "w") as f:
+            json.dump(m, f)
+        return host
+
+    def test_guest_column(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            host = self.host_beside_guest(tmp)
+            g = report.guest_for(host)
+            # named from the results folder's parent, as `results/<stamp>-lab/sid`
+            self.assertEqual(g["folder"], os.path.join(os.path.basename(tmp),
+                                                       "20261201T000000Z-lab", "sid"))
+            got = tables.guest_2011(g)
+            self.assertEqual(got, {
+                "bare call (baseline)": "6.10 a call",  # the median of 6.0, 6.1, 6.2
+                "process.function + gettimeofday_ns + $v": "2,500 [2,500, 2,500]",
+                "process.mark + gettimeofday_ns + $arg1": "1,910 [1,910, 1,910]",
+                "process.function + $v, no gettimeofday_ns": "2,000 [2,000, 2,000]",
+                "process.mark + $arg1, no gettimeofday_ns": "1,400 [1,400, 1,400]",
+                "gettimeofday_ns() share": "510"})  # 1910 - 1400
+            r = run(["python3", REPORT_PY, host])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(host, "report.md")) as f:
+                md = f.read()
+        self.assertIn("module runtime, sid guest 7.2.13 [instructions/event]", md)
+        self.assertRegex(md, r"\| 1,910 \[1,910, 1,910\] +\|")
+        self.assertIn("-lab/sid (Debian sid, kernel 7.2.13+deb14-amd64, SystemTap 5.6/0.196, "
+                      "`staprun -L`, flight recorder), in guest **instructions** per event", md)
+
+    def test_only_instructions(self):
+        """A guest folder in ns (KVM, or ICOUNT=0) is not the 2011 table's
+        instructions column."""
+        with tempfile.TemporaryDirectory() as tmp:
+            self.assertIsNone(report.guest_for(self.host_beside_guest(tmp, unit="ns")))
+
+
 class Settle(unittest.TestCase):
     """When a cell has run enough (stats.settle), worked by hand: the
     baseline takes 1.0, 1.1 and 1.2 ns a call in repetitions 1..3;
