@@ -220,22 +220,57 @@ def need_host_tools(no_install):
                        + (" (NO_INSTALL=1)" if no_install else ""))
 
 
+STOP_GRACE_S = 120  # for a step's processes to clean up after SIGTERM (mmdebstrap unmounts)
+
+
 def sh(cmd, log, timeout=600, **kw):
-    """Runs CMD (a list), its output appended to LOG; LabError with the
-    line of its output that says what failed (stap.first_error) if it does."""
+    """Runs CMD (a list) in a process group of its own, its output appended
+    to LOG; LabError with the line of its output that says what failed
+    (stap.first_error) if it does.  Stopped early (its time limit, Ctrl-C,
+    SIGTERM), the whole group gets SIGTERM, then SIGKILL after STOP_GRACE_S:
+    mmdebstrap's children hold mounts that only its own clean-up removes."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         errors="replace", stdin=subprocess.DEVNULL, start_new_session=True, **kw)
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           errors="replace", timeout=timeout, stdin=subprocess.DEVNULL, **kw)
-    except subprocess.TimeoutExpired as e:  # its output so far comes as bytes
-        out = (e.output or b"").decode(errors="replace")
-        why = f"did not finish in {timeout} s"
-    else:
-        out, why = p.stdout, None if p.returncode == 0 else f"failed (exit {p.returncode})"
+        out, _ = p.communicate(timeout=timeout)
+        why = None if p.returncode == 0 else f"failed (exit {p.returncode})"
+    except subprocess.TimeoutExpired:
+        stop_group(p)
+        out, why = p.stdout.read(), f"did not finish in {timeout} s"
+    except BaseException:
+        stop_group(p)
+        raise
     with open(log, "a") as f:
         f.write("$ " + " ".join(cmd) + "\n" + out)
     if why:
         raise LabError(f"{os.path.basename(cmd[0])} {why}: {stap.first_error(out)}")
     return out
+
+
+def stop_group(p):
+    """SIGTERM to P's process group, SIGKILL if it is not gone in
+    STOP_GRACE_S; P reaped."""
+    for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, None)):
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            p.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    p.wait()
+
+
+def unmount_under(path):
+    """Unmounts whatever is still mounted under PATH, deepest first (lazily
+    where busy): what an interrupted mmdebstrap or chroot step left."""
+    with open("/proc/mounts") as f:
+        mounts = [ln.split()[1] for ln in f if ln.split()[1].startswith(path.rstrip("/") + "/")]
+    for m in sorted(mounts, key=len, reverse=True):
+        if subprocess.run(["umount", m], stderr=subprocess.DEVNULL).returncode != 0:
+            subprocess.run(["umount", "-l", m], stderr=subprocess.DEVNULL)
 
 
 class Mounts:
@@ -267,7 +302,7 @@ class Suite:
         self.rootfs = os.path.join(self.dir, "rootfs")
         self.out = os.path.join(folder_root, name)
         self.qemu = self.qemu_rc = self.img = None
-        self.exited_early = self.reached = False
+        self.exited_early = self.reached = self.timed_out = False
         self.unbuilt = {}  # configuration -> why its module did not build
         self.runtime = "module"  # SystemTap's in the guest (STAP_RUNTIME)
 
@@ -302,7 +337,8 @@ class Suite:
             sh(["mmdebstrap", "--variant=apt", "--include=" + ",".join(want),
                 *(SID_APTOPT if self.name == "sid" else []), self.name, tmp, m],
                self.log, timeout=MMDEBSTRAP_S)
-        except LabError:
+        except BaseException:  # LabError, Ctrl-C: nothing half-made is left
+            unmount_under(tmp)
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         os.rename(tmp, self.rootfs)
@@ -421,6 +457,7 @@ class Suite:
 # left, power off.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t tmpfs tmp /tmp
+mkdir -p /dev/shm; mount -t tmpfs shm /dev/shm  # LTTng-UST's and uftrace's shared memory
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 echo "{USERSPACE} $(uname -r)"
@@ -441,7 +478,9 @@ sleep 30
 # leaving the shell powers the guest off.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=vt100
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t tmpfs tmp /tmp
+mkdir -p /dev/shm; mount -t tmpfs shm /dev/shm
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 echo "{USERSPACE} $(uname -r): the kit is in {GUEST_KIT}; try: stap -F stp/mark.stp"
 grep -q kit_unit=instructions /proc/cmdline && echo "The guest's clock counts instructions (QEMU -icount shift=0): 1 ns = 1 instruction."
 cd {GUEST_KIT}
@@ -489,11 +528,13 @@ sleep 30
         self.exited_early = False
         t0 = time.monotonic()
         deadline = t0 + (BOOT_S if accel == "kvm" else limit)
+        self.timed_out = False
         buf = b""
         with open(os.path.join(self.dir, f"console-{accel}.log"), "wb") as clog:
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    self.timed_out = True
                     break
                 r, _, _ = select.select([self.qemu.stdout], [], [], min(left, 1.0))
                 if not r:
@@ -525,15 +566,18 @@ sleep 30
         return "".join(console), seen
 
     def stop_qemu(self):
-        """Kills qemu if it still runs; qemu_rc is its exit status if it had
-        ended by itself, None if it was killed here."""
+        """Kills qemu if it still runs (after a second's grace: its console
+        closes as it exits); qemu_rc is its exit status if it ended by
+        itself, None if it was killed here."""
         q, self.qemu = self.qemu, None
-        if q and q.poll() is None:
+        if not q:
+            return
+        try:
+            self.qemu_rc = q.wait(timeout=0 if self.timed_out else 1)
+        except subprocess.TimeoutExpired:
             os.killpg(q.pid, signal.SIGKILL)
             q.wait()
             self.qemu_rc = None
-        elif q:
-            self.qemu_rc = q.wait()
 
     def fetch(self, img, replay=False):
         """The guest's results folder, out of the image (debugfs: no mount).
@@ -646,7 +690,7 @@ def run_suite(name, args, top, log, state):
             raise LabError(f"the guest ({accel}) never reached userspace in {limit:g} s")
         if DONE not in console:  # the rows it wrote are kept, the rest say why
             rc = suite.qemu_rc
-            if rc is None:  # killed here, at the time limit
+            if suite.timed_out or rc is None:  # killed here, at the time limit
                 why = f"the guest ({accel}) did not finish in {limit:g} s"
             else:
                 why = (f"the guest ({accel}) stopped before it finished: qemu "
