@@ -565,15 +565,15 @@ sleep 30
         self.stop_qemu()
         return "".join(console), seen
 
-    def stop_qemu(self):
-        """Kills qemu if it still runs (after a second's grace: its console
-        closes as it exits); qemu_rc is its exit status if it ended by
-        itself, None if it was killed here."""
+    def stop_qemu(self, grace=1):
+        """Kills qemu if it still runs after GRACE seconds (its console
+        closes as it exits, before it is reaped); qemu_rc is its exit
+        status if it ended by itself, None if it was killed here."""
         q, self.qemu = self.qemu, None
         if not q:
             return
         try:
-            self.qemu_rc = q.wait(timeout=0 if self.timed_out else 1)
+            self.qemu_rc = q.wait(timeout=0 if self.timed_out else grace)
         except subprocess.TimeoutExpired:
             os.killpg(q.pid, signal.SIGKILL)
             q.wait()
@@ -702,7 +702,7 @@ def run_suite(name, args, top, log, state):
         say(f"lab: {name}: {e}")
         return skipped_folder(suite, f"lab: {e}", extra) if not args.shell else None
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: keep what the guest wrote, then stop
-        suite.stop_qemu()
+        suite.stop_qemu(grace=0)
         if suite.reached and not args.shell:
             try:
                 d = salvage(suite, extra, None, "the lab was interrupted (Ctrl-C or SIGTERM)")
