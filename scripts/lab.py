@@ -6,7 +6,7 @@ back into ordinary results folders.
 
     make lab                       # LAB=sid: Debian unstable's kernel, every configuration
     make lab LAB=sid,trixie,bookworm   # one table, configuration x kernel (summary.md)
-    make lab QUICK=1               # what CI runs: sid, stap-mark and stap-mark-alibi
+    make lab QUICK=1               # what CI runs: sid, baseline, stap-mark, stap-mark-alibi
     make lab LAB_CONFIGS='site-*-ftrace'   # some configurations only
     make lab STAP_RUNTIME=bpf      # SystemTap's BPF runtime on the guest's kernel
     make lab-shell                 # a shell in the guest, the kit in /kit
@@ -125,7 +125,7 @@ PROGRESS = ("[threads=", "[warm-up", "run: skipping", "KIT-LAB:")  # guest lines
 MMDEBSTRAP_S = 1800
 LAB_THREADS = (1, 2)  # the thread counts a guest runs
 GUEST_S = {"quick": 1800, "full": 5400}  # a guest's whole run, boot to power-off
-QUICK_CONFIGS = ["stap-mark", "stap-mark-alibi"]
+QUICK_CONFIGS = ["baseline", "stap-mark", "stap-mark-alibi"]  # the baseline: overheads
 
 
 class LabError(Exception):
@@ -152,7 +152,7 @@ Param = params.Param
 # where they mean the same (NO_INSTALL, MISS, STAP_TIMING).
 PARAMS = [
     Param("LAB", suites, ["sid"], "Debian suites to boot, comma-separated", "sid"),
-    Param("QUICK", params.flag01("QUICK"), False, "1: sid's " + " and ".join(QUICK_CONFIGS)
+    Param("QUICK", params.flag01("QUICK"), False, "1: sid's " + ", ".join(QUICK_CONFIGS)
           + f", ITER={QUICK_ITER}, {LAB_RUNS} runs a cell", "0"),
     params.BY_NAME["NO_INSTALL"],
     Param("LAB_CONFIGS", lab_configs, [], "configurations to run in the guest, names or "

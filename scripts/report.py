@@ -45,8 +45,9 @@ REEXEC = "KIT_REPORT_REEXEC"
 
 def guest_for(folder):
     """The newest lab guest beside FOLDER (its results/<stamp>-lab/SUITE/)
-    whose SystemTap module runtime counted instructions at 1 thread, for
-    the 2011 table: {"a", "lab", "folder"} (tables.guest_head), or None."""
+    whose SystemTap module runtime counted instructions at 1 thread beside
+    its baseline, for the 2011 table: {"a", "lab", "folder"}
+    (tables.guest_head), or None."""
     top = os.path.dirname(os.path.realpath(folder))
     for m in sorted(glob.glob(os.path.join(top, "*-lab", "*", "meta.json")), reverse=True):
         d = os.path.dirname(m)
@@ -54,9 +55,9 @@ def guest_for(folder):
             rows, meta, _ = load(d)
         except (BadInput, OSError, UnicodeDecodeError, csv.Error):
             continue
-        if meta.get("unit") == "instructions" and any(
-                r["config"] in Y2011_CONFIGS and r["status"] == "ok" and r["runtime"] == "module"
-                and int(r["threads"]) == 1 for r in rows):
+        one = [r for r in rows if r["status"] == "ok" and int(r["threads"]) == 1]
+        if meta.get("unit") == "instructions" and any(r["config"] == BASELINE for r in one) and any(
+                r["config"] in Y2011_CONFIGS and r["runtime"] == "module" for r in one):
             return {"a": analyse(rows, meta), "lab": meta.get("lab") or {},
                     "folder": os.path.relpath(d, os.path.dirname(top))}
     return None

@@ -286,6 +286,7 @@ def guest_2011(guest):
     for label, _, cfg in Y2011_ROWS:
         o = ov.get(cfg)
         out[label] = f_interval(o["mean_ns"], o["lo_ns"], o["hi_ns"], f_ins) if o else (
+            "no baseline" if cfg in cells and not base else
             "/".join(sorted(set(cells[cfg].get("statuses", [])))) if cfg in cells
             else "skipped" if cfg in skipped else "not measured")
     mt, m = ov.get("stap-mark-time"), ov.get("stap-mark")

@@ -1,6 +1,7 @@
 """make lab (scripts/lab.py): SystemTap's module runtime in a guest kernel,
-for real: what CI runs (`QUICK=1`: Debian sid's stap-mark and
-stap-mark-alibi at THREADS=1..2), and its input checks.  Slow the first
+for real: what CI runs (`QUICK=1`: Debian sid's baseline, stap-mark and
+stap-mark-alibi at THREADS=1..2), the instruction count's resolution, the
+shell, faults, the summary's tables, and its input checks.  Slow the first
 time on a machine (mmdebstrap); the root file system is cached in
 build/lab/ after that."""
 import glob
@@ -128,7 +129,8 @@ class Quick(unittest.TestCase):
             self.assertIn(lab["accel"], ("kvm", "tcg"))
             self.assertEqual(lab["modules_left"], [])
             by = {(x["config"], int(x["threads"])): x for x in rows}
-            self.assertEqual(sorted(by), [("stap-mark", 1), ("stap-mark", 2),
+            self.assertEqual(sorted(by), [("baseline", 1), ("baseline", 2),
+                                          ("stap-mark", 1), ("stap-mark", 2),
                                           ("stap-mark-alibi", 1), ("stap-mark-alibi", 2)])
             for n in (1, 2):
                 mark = by[("stap-mark", n)]
