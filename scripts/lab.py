@@ -69,7 +69,7 @@ import params  # noqa: E402
 import record  # noqa: E402
 import stats  # noqa: E402
 import tables  # noqa: E402
-from tracers import stap  # noqa: E402
+from tracers import BACKENDS, stap  # noqa: E402
 from tracers.base import say  # noqa: E402
 
 LAB_DIR = os.path.join(ROOT, "build", "lab")
@@ -85,7 +85,6 @@ def packages():
     back-end's programs (each back-end's `needs`) and the runtime of every
     build the host made (`make packages`), so that every configuration
     that can run in a guest does, installed as `make run` installs it."""
-    from tracers import BACKENDS
     r = subprocess.run(["make", "-s", "-C", ROOT, "packages"], stdout=subprocess.PIPE,
                        text=True, check=True)
     tools = {p for b in BACKENDS.values() for p in b.needs.values()}
@@ -829,7 +828,7 @@ def kernels_table(folders):
         if meta.get("unit") != "instructions":
             continue
         lab = meta.get("lab", {})
-        col = f"{lab.get('suite')} ({lab.get('kernel', '?').split('+')[0].split('-')[0]})"
+        col = f"{lab.get('suite')} ({tables.short_kernel(lab)})"
         cols.append(col)
         cells = {(c["config"], c["threads"]): c for c in stats.analyse(rows, meta)["cells"]}
         why = {}  # (config, threads) -> {reason: runs} of its rows that did not count exactly

@@ -255,12 +255,17 @@ Y2011_ROWS = [("process.function + gettimeofday_ns + $v", "function_s", "stap-fu
               ("process.mark + $arg1, no gettimeofday_ns", None, "stap-mark")]
 
 
+def short_kernel(lab):
+    """A lab guest's kernel release as a column says it: 7.2.13."""
+    return lab.get("kernel", "?").split("+")[0].split("-")[0]
+
+
 def guest_head(guest):
     """The 2011 table's column for a lab guest's module runtime (GUEST:
     {"a": its analysis, "lab": its meta's lab, "folder": its name})."""
     lab = guest["lab"]
     return (f"{lab.get('stap_runtime', 'module')} runtime, {lab.get('suite')} guest "
-            f"{lab.get('kernel', '?').split('+')[0].split('-')[0]} [instructions/event]")
+            f"{short_kernel(lab)} [instructions/event]")
 
 
 def guest_line(guest):
