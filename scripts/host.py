@@ -35,6 +35,14 @@ def install(who, pkgs, forbid):
         say(f"{who}: apt-get could not install them all; what needs them will be skipped")
 
 
+def build_needs():
+    """The Debian packages the builds that cannot be made here need
+    (`make needs`): the runner's and the lab's (the lab's guests run the
+    builds made here)."""
+    r = subprocess.run(["make", "-s", "-C", ROOT, "needs"], stdout=subprocess.PIPE, text=True)
+    return set(r.stdout.split())
+
+
 def make_all(who):
     """`make all` (every build whose dependencies are here); False, having
     said so, if make failed."""

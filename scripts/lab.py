@@ -23,16 +23,18 @@ Per suite, cached under build/lab/SUITE/ (`make clean` removes it):
    build/lab/SUITE/modules/ until its script, flags, target or kernel change;
 4. an ext4 image of it (mkfs.ext4 -d: no loop device, no mount), booted
    with qemu: KVM where it reaches userspace within BOOT_S, else TCG
-   (detected, not assumed: on this kind of machine KVM creates the VM
-   and then the guest spins in the kernel's decompressor);
+   (detected, not assumed, and remembered in build/lab/kvm.json: on this
+   kind of machine the guest never gets past the BIOS), where under
+   -icount LAB_GUESTS guests run at once, each on its own copy of the
+   image with a share of the configurations (shares());
 5. in the guest, the kit's own runner over every configuration (each
    tool installed in the root file system as `make run` installs it on a
    host), SystemTap on the module runtime (STAP_RUNTIME=module, the
    default) loading the modules with `staprun -L` (flight recorder),
    counting from procfs, unloading with `staprun -d`; then the guest lists
    any module left and powers off;
-6. the guest's results folder copied out of the image with debugfs into
-   results/<stamp>-lab/SUITE/, with the lab's facts in meta.json "lab".
+6. the guests' results folders copied out of the images with debugfs into
+   one, results/<stamp>-lab/SUITE/, with the lab's facts in meta.json "lab".
 
 Under TCG wall time means nothing, so by default (ICOUNT=1) the guest
 runs with QEMU's `-icount shift=0,sleep=off,align=off` on one vCPU: its
@@ -46,9 +48,11 @@ e2fsprogs (installed as `make run` installs, unless NO_INSTALL=1), about
 running or mounted, whatever happens.
 """
 import argparse
+import csv
 import dataclasses
 import glob
 import hashlib
+import json
 import os
 import re
 import select
@@ -66,6 +70,7 @@ sys.path.insert(0, HERE)
 import configs  # noqa: E402
 import host  # noqa: E402
 import params  # noqa: E402
+import plan  # noqa: E402
 import record  # noqa: E402
 import stats  # noqa: E402
 import tables  # noqa: E402
@@ -100,6 +105,9 @@ SID_APTOPT = ['--aptopt=Acquire::Check-Valid-Until "false"']
 IMAGE_MB = 4096
 MIN_FREE_MB = 3 * 1024  # per suite: the root file system and its image
 GUEST_MB, GUEST_CPUS = 2048, 2
+# Guests at once under -icount (LAB_GUESTS=auto): one per host CPU, at
+# most AUTO_GUESTS, each with GUEST_MB and qemu's own GUEST_HOST_MB free.
+AUTO_GUESTS, MAX_GUESTS, GUEST_HOST_MB = 4, 8, 512
 # QEMU's instruction counting: 2^0 ns a guest instruction; the guest clock
 # does not jump over idle time (sleep=off) nor follow the host's (align=off);
 # one vCPU, so a thread's CPU time counts its own instructions alone.
@@ -118,6 +126,7 @@ QUICK_ITER = 20000
 GUEST_SIZING = {"iter": 1000000, "max_run_s": 0.02, "min_run_s": 0.005, "precision": 0.01,
                 "precision_ns": 0.05, "min_runs": 2, "max_runs": 5}
 BOOT_S = 60  # for a KVM guest to reach userspace before TCG is used instead
+KVM_VERDICT = os.path.join(LAB_DIR, "kvm.json")  # where it did not, on this host
 USERSPACE = "KIT-LAB: userspace"
 DONE = "KIT-LAB: done"
 PROGRESS = ("[threads=", "[warm-up", "run: skipping", "KIT-LAB:")  # guest lines shown as they come
@@ -134,6 +143,16 @@ class LabError(Exception):
 def lab_configs(text):
     """LAB_CONFIGS: as CONFIGS, or '' for the default."""
     return params.parse_configs(text, "LAB_CONFIGS") if text.strip() else []
+
+
+def lab_guests(text):
+    """LAB_GUESTS: auto (0 here), or 1..MAX_GUESTS."""
+    if text == "auto":
+        return 0
+    if not re.fullmatch(r"\d+", text) or not 1 <= int(text) <= MAX_GUESTS:
+        raise argparse.ArgumentTypeError(f"LAB_GUESTS '{text}' is not allowed: want auto or a "
+                                         f"whole number in 1..{MAX_GUESTS}")
+    return int(text)
 
 
 def suites(text):
@@ -169,6 +188,11 @@ PARAMS = [
                         "modules built beforehand in the chroot, where the pre-flight passes), "
                         "bpf (compiled in the guest at each run, as on the host), or auto: "
                         "module where the pre-flight passes, else bpf"),
+    Param("LAB_GUESTS", lab_guests, 0, "guests that share a suite's configurations and run "
+          "at once under TCG with ICOUNT=1, one host CPU each (the count does not depend on "
+          "the host's load); auto: the host's CPUs, at most "
+          f"{AUTO_GUESTS}, as many as its free memory holds; one under KVM or ICOUNT=0, whose "
+          "times need the host to themselves", "auto"),
     Param("ACCEL", params.one_of("ACCEL", "auto", "kvm", "tcg"), "auto",
           "auto: KVM if the guest reaches userspace with it, else TCG"),
     Param("LAB_TIME_LIMIT", params.seconds_in("LAB_TIME_LIMIT", 0, 86400), 0,
@@ -210,9 +234,13 @@ def mirror():
 
 
 def need_host_tools(no_install):
+    """The lab's own tools (HOST_PACKAGES), and the packages the builds
+    need (`make needs`): the guests run the builds made here, so a build
+    make skips is a skipped configuration in every guest."""
     missing = sorted({p for c, p in HOST_PACKAGES.items() if not shutil.which(c)})
-    if missing:
-        host.install("lab", missing, no_install)
+    builds = host.build_needs()
+    if missing or builds:
+        host.install("lab", sorted(set(missing) | builds), no_install)
         missing = sorted({p for c, p in HOST_PACKAGES.items() if not shutil.which(c)})
     if missing:
         raise LabError(f"missing Debian packages: {' '.join(missing)}"
@@ -300,8 +328,8 @@ class Suite:
         self.dir = os.path.join(LAB_DIR, name)
         self.rootfs = os.path.join(self.dir, "rootfs")
         self.out = os.path.join(folder_root, name)
-        self.qemu = self.qemu_rc = self.img = None
-        self.exited_early = self.reached = self.timed_out = False
+        self.guests = []  # the guests booted, and those a TCG run boots (tcg)
+        self.whole = self.tcg = self.vmlinuz = self.initrd = None
         self.unbuilt = {}  # configuration -> why its module did not build
         self.runtime = "module"  # SystemTap's in the guest (STAP_RUNTIME)
 
@@ -435,9 +463,12 @@ class Suite:
         os.makedirs(d, exist_ok=True)
         return os.path.join(d, f"{mod}-{h.hexdigest()[:16]}.ko")
 
-    # 4 and 5. the guest
-    def init_script(self, kit, rel):
-        cfgs = ",".join(c.name for c in self.configs() if c.name not in self.unbuilt)
+    # 4. the guests' init scripts
+    def init_script(self, guest):
+        """GUEST's init (/kit-init.sh, or kit-init-K.sh for the Kth of
+        several): mount what the kit needs, run the runner over the
+        guest's configurations, list any module left, power off."""
+        cfgs = ",".join(c.name for c in guest.cfgs)
         # QUICK: 3 runs a cell of ITER=20000.  Else each cell is sized by
         # the interval it reaches (GUEST_SIZING): under -icount the runs
         # differ only by the interrupts that land in them.
@@ -450,15 +481,11 @@ class Suite:
                         *(["--stap-timing", "1"] if self.args.stap_timing else []),
                         "--timings", f'"{GUEST_KIT}/results/timings-$UNIT.json"',
                         "--results", f"{GUEST_KIT}/results"])
-        text = f"""#!/bin/sh
+        self.write_init(guest.init, f"""#!/bin/sh
 # The guest's init (make lab): mount what the kit needs, run its runner on
 # the module runtime with the modules built beforehand, list any module
 # left, power off.
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
-mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t tmpfs tmp /tmp
-mkdir -p /dev/shm; mount -t tmpfs shm /dev/shm  # LTTng-UST's and uftrace's shared memory
-mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
-mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+{GUEST_MOUNTS}
 echo "{USERSPACE} $(uname -r)"
 # what the target's clock counts here, from the kernel command line the lab set
 UNIT=$(sed -n 's/.*kit_unit=\\([a-z]*\\).*/\\1/p' /proc/cmdline)
@@ -471,15 +498,14 @@ sync
 echo "{DONE}"
 echo o > /proc/sysrq-trigger
 sleep 30
-"""
-        shell = f"""#!/bin/sh
+""")
+
+    def shell_script(self):
+        self.write_init(SHELL_INIT, f"""#!/bin/sh
 # make lab-shell's init: what the kit needs mounted, then a shell in {GUEST_KIT};
 # leaving the shell powers the guest off.
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=vt100
-mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t tmpfs tmp /tmp
-mkdir -p /dev/shm; mount -t tmpfs shm /dev/shm
-mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
-mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+{GUEST_MOUNTS}
+export TERM=vt100
 echo "{USERSPACE} $(uname -r): the kit is in {GUEST_KIT}; try: stap -F stp/mark.stp"
 grep -q kit_unit=instructions /proc/cmdline && echo "The guest's clock counts instructions (QEMU -icount shift=0): 1 ns = 1 instruction."
 cd {GUEST_KIT}
@@ -487,96 +513,26 @@ cd {GUEST_KIT}
 sync
 echo o > /proc/sysrq-trigger
 sleep 30
-"""
-        for name, body in (("kit-init.sh", text), ("kit-shell.sh", shell)):
-            path = os.path.join(self.rootfs, name)
-            with open(path, "w") as f:
-                f.write(body)
-            os.chmod(path, 0o755)
+""")
 
-    def image(self):
-        img = self.img = os.path.join(self.dir, "disk.img")
-        if os.path.exists(img):
-            os.unlink(img)
-        with open(img, "wb") as f:
+    def write_init(self, name, body):
+        path = os.path.join(self.rootfs, name.lstrip("/"))
+        with open(path, "w") as f:
+            f.write(body)
+        os.chmod(path, 0o755)
+
+    # 5. the guests' images, one each: the first made from the root file
+    # system, the others copies of it (sparse)
+    def images(self, guests):
+        for g in guests:
+            if os.path.exists(g.img):
+                os.unlink(g.img)
+        first = guests[0].img
+        with open(first, "wb") as f:
             f.truncate(IMAGE_MB * 2 ** 20)
-        sh(["mkfs.ext4", "-q", "-F", "-d", self.rootfs, img], self.log)
-        return img
-
-    def boot(self, img, vmlinuz, initrd, accel, limit, shell=False):
-        """Boots the guest; returns (console text, reached userspace)."""
-        cpu = {"kvm": ["-enable-kvm", "-cpu", "host"], "tcg": ["-accel", "tcg", "-cpu", "max"]}
-        init = "/kit-shell.sh" if shell else "/kit-init.sh"
-        self.accel = accel
-        icount = self.icount = bool(accel == "tcg" and self.args.icount)
-        # The guest's init passes kit_unit on to the runner (UNIT).
-        unit = "instructions" if icount else "ns"
-        cmd = ["qemu-system-x86_64", *cpu[accel], *(ICOUNT if icount else []),
-               "-m", str(GUEST_MB), "-smp", str(ICOUNT_CPUS if icount else GUEST_CPUS),
-               "-kernel", vmlinuz, "-initrd", initrd, "-no-reboot", "-nographic",
-               "-drive", f"file={img},format=raw,if=virtio",
-               "-append", f"console=ttyS0 root=/dev/vda rw init={init} panic=-1 quiet "
-                          f"kit_unit={unit}"]
-        with open(self.log, "a") as f:
-            f.write("$ " + " ".join(cmd) + "\n")
-        if shell:
-            return subprocess.run(cmd).returncode, True
-        self.qemu = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
-        console, seen = [], False
-        self.exited_early = False
-        t0 = time.monotonic()
-        deadline = t0 + (BOOT_S if accel == "kvm" else limit)
-        self.timed_out = False
-        buf = b""
-        with open(os.path.join(self.dir, f"console-{accel}.log"), "wb") as clog:
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    self.timed_out = True
-                    break
-                r, _, _ = select.select([self.qemu.stdout], [], [], min(left, 1.0))
-                if not r:
-                    if self.qemu.poll() is not None:
-                        self.exited_early = True
-                        break
-                    continue
-                chunk = os.read(self.qemu.stdout.fileno(), 65536)
-                if not chunk:
-                    self.exited_early = not seen
-                    break
-                clog.write(chunk)
-                buf += chunk
-                console.append(chunk.decode(errors="replace"))
-                if not seen and USERSPACE.encode() in buf:
-                    seen = self.reached = True
-                    say(f"lab: {self.name}: the guest reached userspace ({accel}) in "
-                        f"{time.monotonic() - t0:.0f} s")
-                    deadline = t0 + limit
-                    buf = buf[buf.index(USERSPACE.encode()):]
-                if seen:  # the guest runner's progress, as it comes, in host time
-                    *done, buf = buf.split(b"\n")
-                    for ln in done:
-                        text = ln.decode(errors="replace").strip()
-                        if text.startswith(PROGRESS):  # its ETA is in guest time: not shown
-                            say(f"lab: {self.name}: {time.monotonic() - t0:4.0f} s: "
-                                + re.sub(r",? +ETA [^]\s]+", "", text))
-        self.stop_qemu()
-        return "".join(console), seen
-
-    def stop_qemu(self, grace=1):
-        """Kills qemu if it still runs after GRACE seconds (its console
-        closes as it exits, before it is reaped); qemu_rc is its exit
-        status if it ended by itself, None if it was killed here."""
-        q, self.qemu = self.qemu, None
-        if not q:
-            return
-        try:
-            self.qemu_rc = q.wait(timeout=0 if self.timed_out else grace)
-        except subprocess.TimeoutExpired:
-            os.killpg(q.pid, signal.SIGKILL)
-            q.wait()
-            self.qemu_rc = None
+        sh(["mkfs.ext4", "-q", "-F", "-d", self.rootfs, first], self.log)
+        for g in guests[1:]:
+            sh(["cp", "--sparse=always", first, g.img], self.log)
 
     def fetch(self, img, replay=False):
         """The guest's results folder, out of the image (debugfs: no mount).
@@ -591,38 +547,266 @@ sleep 30
         return os.path.join(dst, "results")
 
 
+SHELL_INIT = "/kit-shell.sh"
+GUEST_MOUNTS = """export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t tmpfs tmp /tmp
+mkdir -p /dev/shm; mount -t tmpfs shm /dev/shm  # LTTng-UST's and uftrace's shared memory
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null"""
+
+
+class Guest:
+    """One qemu of a suite: its share of the configurations (CFGS), its init
+    script in the root file system, its own image and console, and how it
+    ended.  K: its index among N guests (one alone keeps the plain names)."""
+
+    def __init__(self, suite, cfgs, k=0, n=1):
+        self.suite, self.cfgs = suite, cfgs
+        sfx = "" if n == 1 else f"-{k + 1}"
+        self.name = suite.name if n == 1 else f"{suite.name}/{k + 1}"
+        self.init, self.img, self.sfx = f"/kit-init{sfx}.sh", os.path.join(
+            suite.dir, f"disk{sfx}.img"), sfx
+        self.qemu = self.qemu_rc = self.clog = None
+        self.accel, self.icount, self.console, self.limit = None, False, [], 0
+        self.reached = self.exited_early = self.timed_out = False
+
+    def command(self, accel, init):
+        """qemu's command line: the guest's kernel, its image, INIT."""
+        cpu = {"kvm": ["-enable-kvm", "-cpu", "host"], "tcg": ["-accel", "tcg", "-cpu", "max"]}
+        self.accel = accel
+        icount = self.icount = bool(accel == "tcg" and self.suite.args.icount)
+        # The guest's init passes kit_unit on to the runner (UNIT).
+        unit = "instructions" if icount else "ns"
+        cmd = ["qemu-system-x86_64", *cpu[accel], *(ICOUNT if icount else []),
+               "-m", str(GUEST_MB), "-smp", str(ICOUNT_CPUS if icount else GUEST_CPUS),
+               "-kernel", self.suite.vmlinuz, "-initrd", self.suite.initrd, "-no-reboot",
+               "-nographic", "-drive", f"file={self.img},format=raw,if=virtio",
+               "-append", f"console=ttyS0 root=/dev/vda rw init={init} panic=-1 quiet "
+                          f"kit_unit={unit}"]
+        with open(self.suite.log, "a") as f:
+            f.write("$ " + " ".join(cmd) + "\n")
+        return cmd
+
+    def start(self, accel, limit, first_s=None):
+        """Starts qemu; watch() follows it.  It has FIRST_S seconds (else
+        LIMIT) to reach userspace, LIMIT from its start to power off."""
+        self.qemu = subprocess.Popen(self.command(accel, self.init), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+        self.reached = self.exited_early = self.timed_out = False
+        self.qemu_rc, self.console, self.buf = None, [], b""
+        self.t0, self.limit = time.monotonic(), limit
+        self.deadline = self.t0 + (first_s or limit)
+        self.clog = open(self.console_path(), "wb")
+
+    def console_path(self):
+        return os.path.join(self.suite.dir, f"console-{self.accel}{self.sfx}.log")
+
+    def take(self, chunk):
+        """A chunk of the console: kept, and the guest runner's progress
+        said as it comes, in host seconds (its ETA is in guest time: not
+        shown)."""
+        self.clog.write(chunk)
+        self.buf += chunk
+        self.console.append(chunk.decode(errors="replace"))
+        if not self.reached and USERSPACE.encode() in self.buf:
+            self.reached = True
+            say(f"lab: {self.name}: the guest reached userspace ({self.accel}) in "
+                f"{time.monotonic() - self.t0:.0f} s")
+            self.deadline = self.t0 + self.limit
+            self.buf = self.buf[self.buf.index(USERSPACE.encode()):]
+        if self.reached:
+            *done, self.buf = self.buf.split(b"\n")
+            for ln in done:
+                text = ln.decode(errors="replace").strip()
+                if text.startswith(PROGRESS):
+                    say(f"lab: {self.name}: {time.monotonic() - self.t0:4.0f} s: "
+                        + re.sub(r",? +ETA [^]\s]+", "", text))
+
+    def text(self):
+        return "".join(self.console)
+
+    def stop_qemu(self, grace=1):
+        """Kills qemu if it still runs after GRACE seconds (its console
+        closes as it exits, before it is reaped); qemu_rc is its exit
+        status if it ended by itself, None if it was killed here."""
+        q, self.qemu = self.qemu, None
+        if q:
+            try:
+                self.qemu_rc = q.wait(timeout=0 if self.timed_out else grace)
+            except subprocess.TimeoutExpired:
+                os.killpg(q.pid, signal.SIGKILL)
+                q.wait()
+                self.qemu_rc = None
+        if self.clog and not self.clog.closed:
+            self.clog.close()
+
+    def outcome(self):
+        """Why the guest did not finish its runs (None: it did)."""
+        accel, limit = self.accel, self.limit
+        if not self.reached and self.exited_early:
+            return (f"the guest ({accel}) stopped before userspace, twice: "
+                    f"{stopped_why(self.text())}")
+        if not self.reached:
+            return f"the guest ({accel}) never reached userspace in {limit:g} s"
+        if DONE in self.text():
+            return None
+        rc = self.qemu_rc
+        if self.timed_out or rc is None:  # killed here, at the time limit
+            return f"the guest ({accel}) did not finish in {limit:g} s"
+        return (f"the guest ({accel}) stopped before it finished: qemu "
+                + (f"was killed by signal {-rc}" if rc < 0 else f"exited with status {rc}"))
+
+
+def watch(guests):
+    """Follows the consoles of GUESTS (started) until each has stopped:
+    powered off, died, or killed here past its deadline."""
+    live = {g.qemu.stdout.fileno(): g for g in guests if g.qemu}
+    while live:
+        now = time.monotonic()
+        for fd, g in list(live.items()):
+            if now >= g.deadline:
+                g.timed_out = True
+                g.stop_qemu()
+                del live[fd]
+        if not live:
+            break
+        wait = max(0.0, min(1.0, min(g.deadline for g in live.values()) - now))
+        ready, _, _ = select.select(list(live), [], [], wait)
+        if not ready:
+            for fd, g in list(live.items()):
+                if g.qemu.poll() is not None:
+                    g.exited_early = True
+                    g.stop_qemu()
+                    del live[fd]
+            continue
+        for fd in ready:
+            g = live[fd]
+            chunk = os.read(fd, 65536)
+            if chunk:
+                g.take(chunk)
+                continue
+            g.exited_early = not g.reached
+            g.stop_qemu()
+            del live[fd]
+
+
+def shares(cfgs, n, cost=lambda c: 1.0):
+    """CFGS split among at most N guests.  Each runs the baseline (its
+    runner's yardstick for when a cell has run enough); the configurations
+    that attach nothing all run in the first, with the baseline the
+    folder keeps (an idle marker's one instruction is resolved against
+    the baseline of its own boot); those that attach (hundreds of
+    instructions, where two boots agree within 0.3%) go one at a time,
+    costliest first, to the guest with the fewest of its tracer's (a
+    tracer's start is most of a guest's time: bpftrace's 5-10 s), of those
+    the one with the least COST so far (a configuration's seconds a run)."""
+    base = [c for c in cfgs if c.name == stats.BASELINE]
+    idle = [c for c in cfgs if c.name != stats.BASELINE and not BACKENDS[c.tracer].attaches]
+    traced = [c for c in cfgs if BACKENDS[c.tracer].attaches]
+    n = max(1, min(n, len(traced) + bool(idle)))
+    parts = [list(base) for _ in range(n)]
+    parts[0] += idle
+    load = [sum(map(cost, idle))] + [0.0] * (n - 1)
+    for c in sorted(traced, key=lambda c: -cost(c)):
+        k = min(range(n), key=lambda i: (sum(x.tracer == c.tracer for x in parts[i]), load[i], i))
+        parts[k].append(c)
+        load[k] += cost(c)
+    return [sorted(p, key=cfgs.index) for p in parts]
+
+
+def guest_cost(suite, args):
+    """A configuration's seconds per run in SUITE's guest, beyond its loop
+    (its tracer's start: what a guest's time goes on), from the timings
+    its last lab left (build/lab/SUITE/timings-UNIT.json), else the
+    runner's guess."""
+    cache = plan.load(os.path.join(suite.dir, "timings-{}.json".format(
+        "instructions" if args.icount else "ns")))
+    return lambda c: cache.get(c.name, {}).get("extra_s", plan.GUESS[BACKENDS[c.tracer].attaches][0])
+
+
+def guests_here(args):
+    """How many guests run a suite at once under TCG with ICOUNT=1
+    (LAB_GUESTS; auto: the host's CPUs, at most AUTO_GUESTS), no more
+    than the host's free memory holds; and 1 under KVM or ICOUNT=0, where
+    times are times and guests side by side would share the host's CPUs."""
+    if not args.icount:
+        return 1
+    want = args.lab_guests or min(os.cpu_count() or 1, AUTO_GUESTS)
+    with open("/proc/meminfo") as f:
+        avail = next((int(ln.split()[1]) // 1024 for ln in f
+                      if ln.startswith("MemAvailable:")), GUEST_MB)
+    return max(1, min(want, avail // (GUEST_MB + GUEST_HOST_MB)))
+
+
 # -- the whole lab ---------------------------------------------------------------
-def accel_for(suite, img, vmlinuz, initrd, limit, args, state):
-    """Boots SUITE with KVM if it works here, else TCG; the console, whether
-    the guest got to userspace, and the accelerator used."""
-    tried = []
+def boot_guests(suite, limit, args, state):
+    """Runs SUITE's configurations in guests: one with KVM if it reaches
+    userspace here within BOOT_S, else under TCG in SUITE.tcg's guests at
+    once; those guests.  A guest whose kernel died booting (seen once
+    under TCG: a panic in sched_clock_cpu) is booted once more: a boot is
+    not a measurement."""
+    known = plan.load(KVM_VERDICT)
+    if args.accel == "auto" and state.get("kvm") is None and known.get("host") == kvm_host():
+        # what an earlier lab found here: its boot would take BOOT_S again
+        state["kvm"], state["kvm_why"] = False, (
+            f"{known['why']}; found by a lab before on this host ({os.path.relpath(KVM_VERDICT)}"
+            ", removed by make clean; ACCEL=kvm tries again)")
+        say(f"lab: KVM is not usable here ({state['kvm_why']}): using TCG")
     if args.accel in ("auto", "kvm") and state.get("kvm") is not False:
         if not os.access("/dev/kvm", os.R_OK | os.W_OK):
             state["kvm"] = False
             why = "no usable /dev/kvm"
         else:
-            console, seen = suite.boot(img, vmlinuz, initrd, "kvm", limit)
-            if seen:
+            whole = suite.whole
+            suite.guests = [whole]
+            suite.images([whole])
+            whole.start("kvm", limit, first_s=BOOT_S)
+            watch([whole])
+            if whole.reached:
                 state["kvm"] = True
-                return console, seen, "kvm"
+                if os.path.exists(KVM_VERDICT):
+                    os.unlink(KVM_VERDICT)
+                return [whole]
             state["kvm"] = False
-            tail = [ln for ln in console.splitlines() if ln.strip()][-1:]
-            why = ("qemu exited before the guest reached userspace" if suite.exited_early
+            why = ("qemu exited before the guest reached userspace" if whole.exited_early
                    else f"the guest did not reach userspace in {BOOT_S} s")
-            why += f" ({stopped_why(console)})" if tail else ""
+            why += f" ({stopped_why(whole.text())})" if whole.text().strip() else ""
+            record.write_json(KVM_VERDICT, {"host": kvm_host(), "why": why})
         if args.accel == "kvm":
             raise LabError(f"ACCEL=kvm: KVM does not work here: {why}")
         say(f"lab: KVM is not usable here ({why}): using TCG, "
             + ("where the guest's clock counts instructions (ICOUNT=1)" if args.icount
                else "where times are not measurements (ICOUNT=0)"))
-        tried.append(why)
-    console, seen = suite.boot(img, vmlinuz, initrd, "tcg", limit)
-    return console, seen, "tcg"
+    guests = suite.guests = suite.tcg
+    if len(guests) > 1:
+        say(f"lab: {suite.name}: {len(guests)} guests at once (LAB_GUESTS), each a share of the "
+            "configurations: " + "; ".join(f"{g.name}: {len(g.cfgs)}" for g in guests))
+    suite.images(guests)
+    for g in guests:
+        g.start("tcg", limit)
+    watch(guests)
+    again = [g for g in guests if not g.reached and g.exited_early]
+    for g in again:
+        say(f"lab: {g.name}: the guest stopped before userspace (tcg: "
+            f"{stopped_why(g.text())}); booting it once more")
+        g.start("tcg", limit)
+    watch(again)
+    return guests
+
+
+def kvm_host():
+    """What a KVM verdict holds for: the host's kernel, CPU and qemu."""
+    with open("/proc/cpuinfo") as f:
+        cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
+    r = subprocess.run(["qemu-system-x86_64", "--version"], stdout=subprocess.PIPE, text=True)
+    return [os.uname().release, cpu, (r.stdout.splitlines() or ["?"])[0]]
 
 
 def stopped_why(console):
     """The console line that says why a guest stopped: a kernel panic's, else
     the last one."""
+    console = re.sub(r"\x1b(\[[0-9;?]*[A-Za-z]|.)", "", console)  # the BIOS's terminal codes
     lines = [ln.strip() for ln in console.splitlines() if ln.strip()]
     panic = [ln for ln in lines if "Kernel panic" in ln or "qemu-system" in ln]
     return re.sub(r"^\[\s*[\d.]+\]\s*", "", (panic or lines or ["no console output"])[0])[:200]
@@ -643,7 +827,7 @@ def run_suite(name, args, top, log, state):
     extra = {"suite": name}
     try:
         suite.make_rootfs()
-        rel, vmlinuz, initrd = suite.kernel()
+        rel, suite.vmlinuz, suite.initrd = suite.kernel()
         extra.update(kernel=rel, stap=suite.chroot_version())
         kit = suite.put_kit()
         why = suite.preflight(rel)
@@ -663,109 +847,139 @@ def run_suite(name, args, top, log, state):
                 suite.unbuilt.update((c.name, why) for c in stap_cfgs)
             elif not args.shell:  # in the shell, stap -F builds its own, as users run it
                 suite.build_modules(rel, kit)
-        suite.init_script(kit, rel)
         if args.shell:
-            img = suite.image()
+            suite.shell_script()
+            shell = Guest(suite, [])
+            suite.images([shell])
             say(f"lab: {name}: a shell in the guest (kernel {rel}); the kit is in {GUEST_KIT}; "
                 "`exit` powers it off")
-            suite.boot(img, vmlinuz, initrd, "kvm" if state.get("kvm") else "tcg", 0, shell=True)
+            subprocess.run(shell.command("kvm" if state.get("kvm") else "tcg", SHELL_INIT))
             return None
-        img = suite.image()
+        run = [c for c in suite.configs() if c.name not in suite.unbuilt]
+        suite.whole = Guest(suite, run)
+        parts = shares(run, guests_here(args), guest_cost(suite, args))
+        suite.tcg = ([suite.whole] if len(parts) == 1 else
+                     [Guest(suite, p, k, len(parts)) for k, p in enumerate(parts)])
+        for g in {id(g): g for g in [suite.whole, *suite.tcg]}.values():
+            suite.init_script(g)
         limit = args.lab_time_limit or GUEST_S["quick" if args.quick else "full"]
         t0 = time.monotonic()
-        console, seen, accel = accel_for(suite, img, vmlinuz, initrd, limit, args, state)
-        if not seen and suite.exited_early:
-            # The guest's kernel died booting (seen once under TCG: a panic in
-            # sched_clock_cpu): a boot is not a measurement, so once more.
-            say(f"lab: {name}: the guest stopped before userspace ({accel}: "
-                f"{stopped_why(console)}); booting it once more")
-            console, seen = suite.boot(img, vmlinuz, initrd, accel, limit)
-        extra.update(accel=accel, guest_s=round(time.monotonic() - t0),
-                     icount=suite.icount)
-        if not seen and suite.exited_early:
-            raise LabError(f"the guest ({accel}) stopped before userspace, twice: "
-                           f"{stopped_why(console)}")
-        if not seen:
-            raise LabError(f"the guest ({accel}) never reached userspace in {limit:g} s")
-        if DONE not in console:  # the rows it wrote are kept, the rest say why
-            rc = suite.qemu_rc
-            if suite.timed_out or rc is None:  # killed here, at the time limit
-                why = f"the guest ({accel}) did not finish in {limit:g} s"
-            else:
-                why = (f"the guest ({accel}) stopped before it finished: qemu "
-                       + (f"was killed by signal {-rc}" if rc < 0 else f"exited with status {rc}"))
-            return salvage(suite, extra, console, why)
-        got = suite.fetch(img)
-        return bring_back(suite, got, extra, console)
+        guests = boot_guests(suite, limit, args, state)
+        extra.update(accel=guests[0].accel, guest_s=round(time.monotonic() - t0),
+                     icount=guests[0].icount)
+        return bring_back(suite, [(g, g.outcome()) for g in guests], extra)
     except LabError as e:
         say(f"lab: {name}: {e}")
         return skipped_folder(suite, f"lab: {e}", extra) if not args.shell else None
-    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: keep what the guest wrote, then stop
-        suite.stop_qemu(grace=0)
-        if suite.reached and not args.shell:
-            try:
-                d = salvage(suite, extra, None, "the lab was interrupted (Ctrl-C or SIGTERM)")
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: keep what the guests wrote, then stop
+        for g in suite.guests:
+            g.stop_qemu(grace=0)
+        if any(g.reached for g in suite.guests) and not args.shell:
+            why = "the lab was interrupted (Ctrl-C or SIGTERM)"
+            try:  # a guest that had powered off finished
+                d = bring_back(suite, [(g, g.outcome() and why) for g in suite.guests], extra)
                 say(f"lab: {name}: the rows the guest wrote are in {os.path.relpath(d)}/")
             except LabError:
                 pass
         raise
     finally:
-        suite.stop_qemu()
+        for g in suite.guests:
+            g.stop_qemu()
         for junk in glob.glob(os.path.join(suite.dir, "lab-fetch-*")):
             shutil.rmtree(junk, ignore_errors=True)
-        if os.path.exists(os.path.join(suite.dir, "disk.img")):
-            os.unlink(os.path.join(suite.dir, "disk.img"))  # 4 GB, sparse: made anew each time
+        for img in glob.glob(os.path.join(suite.dir, "disk*.img")):
+            os.unlink(img)  # 4 GB each, sparse: made anew each time
 
 
-def salvage(suite, extra, console, why):
-    """A guest that reached userspace but did not finish (WHY): the rows
-    its runner wrote (each on its disk as the run ended) are kept, and
-    each configuration and thread count it did not get to is a skipped row
-    saying WHY; LabError (every row skipped) if it wrote no folder."""
-    say(f"lab: {suite.name}: {why}; keeping the rows it wrote")
-    if console is None:  # interrupted inside boot(): its console is in the log
-        with open(os.path.join(suite.dir, f"console-{suite.accel}.log"), errors="replace") as f:
-            console = f.read()
-    try:
-        got = suite.fetch(suite.img, replay=True)
-    except LabError:
+def guest_folder(suite, g, why):
+    """The results folder G's runner wrote, out of its image (WHY: it did
+    not finish, so its file system's journal is replayed first, and it
+    may have written none); LabError saying why there is none."""
+    if why and not g.reached:
         raise LabError(why)
-    return bring_back(suite, got, extra, console, unfinished=why)
-
-
-def bring_back(suite, got, extra, console, unfinished=None):
-    """The guest's results folder becomes results/<stamp>-lab/SUITE/, with
-    the lab's facts in its meta.json; UNFINISHED: why the guest stopped
-    early, said in a skipped row for each cell it left unrun."""
+    if why:
+        say(f"lab: {g.name}: {why}; keeping the rows it wrote")
+    got = suite.fetch(g.img, replay=bool(why))
     inner = [d for d in glob.glob(os.path.join(got, "2*")) if os.path.isdir(d)]
-    if len(inner) != 1:
-        last = ""
-        if os.path.exists(os.path.join(got, "lab-run.log")):
-            with open(os.path.join(got, "lab-run.log"), errors="replace") as f:
-                last = ([ln.strip() for ln in f if ln.strip()] or [""])[-1]
-        raise LabError(unfinished or f"the guest's runner wrote {len(inner)} results folders, "
-                       "not 1" + (f": {last}" if last else ""))
-    shutil.copytree(inner[0], suite.out)
-    for t in glob.glob(os.path.join(got, "timings-*.json")):  # what sizes the next lab's runs
-        shutil.copy(t, suite.dir)
-    for f in ("lab-run.log", "modules-left.txt"):
-        if os.path.exists(os.path.join(got, f)):
-            shutil.copy(os.path.join(got, f), os.path.join(suite.out, "logs", f))
-    with open(os.path.join(suite.out, "logs", "console.log"), "w") as f:
-        f.write(console)
-    left = None  # the kit_ modules lsmod listed in the guest at the end
-    if os.path.exists(os.path.join(got, "modules-left.txt")):
-        with open(os.path.join(got, "modules-left.txt")) as f:
-            left = [ln.split()[0] for ln in f if ln.strip()]
-    ran = {(r["config"], r["threads"]) for r in record.load(suite.out)[0]}
+    if len(inner) == 1:
+        return got, inner[0]
+    last = ""
+    if os.path.exists(os.path.join(got, "lab-run.log")):
+        with open(os.path.join(got, "lab-run.log"), errors="replace") as f:
+            last = ([ln.strip() for ln in f if ln.strip()] or [""])[-1]
+    raise LabError(why or f"the guest's runner wrote {len(inner)} results folders, "
+                   "not 1" + (f": {last}" if last else ""))
+
+
+def bring_back(suite, ended, extra):
+    """The guests' results folders become one, results/<stamp>-lab/SUITE/,
+    with the lab's facts in its meta.json.  ENDED: [(guest, why it did not
+    finish, or None)].  The first guest's folder is taken whole; the
+    others' rows are added but for their baselines (each guest's own
+    yardstick, kept in logs/runs-K.csv), so every cell is measured against
+    one baseline.  A cell a guest did not reach is a skipped row saying
+    why; LabError if no guest wrote a folder."""
+    got, failed = [], []
+    for g, why in ended:
+        try:
+            got.append((g, why, *guest_folder(suite, g, why)))
+        except LabError as e:
+            failed.append((g, str(e)))
+    if not got:
+        raise LabError(failed[0][1])
+    first = got[0][3]
+    shutil.copytree(first, suite.out)
     folder = record.Folder.reopen(suite.out)
+    keeper = got[0][0]  # whose baseline the folder has
+    timings = {}
+    left = None  # the kit_ modules lsmod listed in the guests at the end
+    for g, why, res, inner in got:
+        if inner != first:
+            with open(os.path.join(inner, "runs.csv"), newline="") as f:
+                for row in csv.DictReader(f):
+                    if row["config"] != stats.BASELINE:
+                        folder.row(**row)
+            shutil.copy(os.path.join(inner, "runs.csv"), os.path.join(folder.logs,
+                                                                      f"runs{g.sfx}.csv"))
+            for log in glob.glob(os.path.join(inner, "logs", "*")):
+                dst = os.path.join(folder.logs, os.path.basename(log))
+                if not os.path.exists(dst) and os.path.isfile(log):
+                    shutil.copy(log, dst)
+            with open(os.path.join(inner, "meta.json")) as f:
+                other = json.load(f)
+            for key in ("skipped", "tracers"):
+                folder.meta[key] = dict(other.get(key) or {}, **(folder.meta.get(key) or {}))
+        for t in glob.glob(os.path.join(res, "timings-*.json")):  # each guest's own cells
+            theirs = plan.load(t)
+            mine = {c.name: theirs[c.name] for c in g.cfgs if c.name in theirs}
+            timings.setdefault(os.path.basename(t), {}).update(mine)
+        for name in ("lab-run.log", "modules-left.txt"):
+            if os.path.exists(os.path.join(res, name)):
+                base, ext = os.path.splitext(name)
+                shutil.copy(os.path.join(res, name), os.path.join(folder.logs, base + g.sfx + ext))
+        if os.path.exists(os.path.join(res, "modules-left.txt")):
+            with open(os.path.join(res, "modules-left.txt")) as f:
+                left = (left or []) + [ln.split()[0] for ln in f if ln.strip()]
+    for g, *_ in got + failed:
+        with open(os.path.join(folder.logs, f"console{g.sfx}.log"), "w") as f:
+            f.write(g.text())
+    for name, cells in timings.items():  # what sizes the next lab's runs
+        path = os.path.join(suite.dir, name)
+        record.write_json(path, dict(plan.load(path), **cells))
+    ran = {(r["config"], r["threads"]) for r in record.load(suite.out)[0]}
     folder.meta["lab"] = dict(extra, modules_left=left)
+    if len(ended) > 1:
+        folder.meta["lab"]["guests"] = [{"guest": g.name, "configs": [c.name for c in g.cfgs],
+                                         "unfinished": why} for g, why in ended]
+    unfinished = [(g, why) for g, why, *_ in got if why] + failed
     if unfinished:
-        folder.meta["lab"]["unfinished"] = unfinished
-        for c in suite.configs():
-            if c.name not in suite.unbuilt:
-                folder.skipped(c, [n for n in LAB_THREADS if (c.name, n) not in ran],
-                               f"lab: {unfinished}: not run")
+        folder.meta["lab"]["unfinished"] = unfinished[0][1]
+    for g, why in unfinished:
+        for c in g.cfgs:
+            if c.name == stats.BASELINE and g is not keeper:
+                continue  # the folder's baseline is another guest's
+            folder.skipped(c, [n for n in LAB_THREADS if (c.name, n) not in ran],
+                           f"lab: {why}: not run")
     if suite.unbuilt:  # skipped rows for what could not be built, as runs.csv's own
         for c in suite.configs():
             if c.name in suite.unbuilt:
@@ -817,7 +1031,7 @@ def main(argv=None):
 
 def kernels_table(folders):
     """Configuration x guest kernel, in instructions per event over each
-    guest's own baseline (mean and 95% interval, per thread count), for
+    suite's own baseline (mean and 95% interval, per thread count), for
     the folders that counted instructions: one look at what a kernel
     changed.  A cell that did not count exactly gives its status, and a
     configuration that could not run there (SystemTap where its pre-flight
@@ -852,7 +1066,7 @@ def kernels_table(folders):
             for (cfg, n), v in sorted(got.items(), key=lambda kv: (order.get(kv[0][0], 0), kv[0]))
             if cfg != stats.BASELINE]
     return (["", "Overhead per event in guest **instructions** (QEMU -icount; mean [95% "
-             "interval]) over each guest's own baseline; never compared with host ns:", "",
+             "interval]) over each suite's own baseline; never compared with host ns:", "",
              tables.table(["config", "threads"] + cols, body)] + notes.lines())
 
 
@@ -885,7 +1099,9 @@ def summary(top, folders):
             counts[r["status"]] = counts.get(r["status"], 0) + 1
         body.append([lab.get("suite"), lab.get("kernel", "?"),
                      f"{lab.get('stap', '?')}, {lab.get('stap_runtime', 'module')} runtime",
-                     lab.get("accel", "-"), notes.inline(lab.get("preflight") or "builds modules"),
+                     lab.get("accel", "-") + (f", {len(lab['guests'])} guests at once"
+                                              if lab.get("guests") else ""),
+                     notes.inline(lab.get("preflight") or "builds modules"),
                      ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
                      + (f"; stopped early: {notes.ref(lab['unfinished'])}"
                         if lab.get("unfinished") else "")])

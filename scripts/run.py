@@ -85,8 +85,7 @@ def missing_packages(wanted_tracers):
     lacks: the back-ends' (each says), the builds' (make says), and
     matplotlib for the report's plots."""
     pkgs = {p for t in wanted_tracers for p in tracers.get(t).missing().values()}
-    r = subprocess.run(["make", "-s", "-C", ROOT, "needs"], stdout=subprocess.PIPE, text=True)
-    pkgs |= set(r.stdout.split())
+    pkgs |= host.build_needs()
     if not report.has_matplotlib("/usr/bin/python3"):
         pkgs.add("python3-matplotlib")
     return sorted(pkgs)

@@ -2,7 +2,7 @@
 (report.py renders them).  Per (configuration, thread count) cell: the
 per-event times of each thread's loop, their median/mean/min, sd and cv;
 the overhead against the baseline with a 95% interval (paired t over
-interleaved repetitions, else Welch's t) and the slowdown from the same
+interleaved repetitions in ns, else Welch's t: always in instructions) and the slowdown from the same
 test on the logarithms; the tracer's steady-state CPU per event; the
 event check; scaling with threads.  Worked by hand in tests/test_report.py.
 
@@ -98,6 +98,7 @@ def cell_stats(rows):
         "sys_ns": statistics.fmean(sys_) if sys_ else None,
         "tracer_cpu_ns": statistics.fmean(tracer) if tracer else None,
         "events_per_s": statistics.fmean(walls) if walls else None,
+        "unit": rows[0].get("unit") or "ns",
     }
 
 
@@ -106,10 +107,13 @@ def overhead(cell, base):
     come from one test: paired t over the repetitions both cells ran,
     else Welch's t; the slowdown is exp of the same interval taken on
     the logarithms of the per-repetition times (a ratio of geometric
-    means), so the baseline's own variance is in both."""
+    means), so the baseline's own variance is in both.  In instructions
+    (a lab guest) always Welch's: under -icount nothing drifts between
+    runs for pairing to cancel, and a cell may come from another boot
+    than its baseline (make lab's guests share a suite's configurations)."""
     common = sorted(set(cell["per_rep_ns"]) & set(base["per_rep_ns"]))
     c, b = cell["per_rep_ns"], base["per_rep_ns"]
-    if len(common) >= 2:
+    if len(common) >= 2 and "instructions" not in (cell.get("unit"), base.get("unit")):
         m, lo, hi = mean_ci([c[k] - b[k] for k in common])
         x, xlo, xhi = mean_ci([math.log(c[k] / b[k]) for k in common])
         method = f"paired t over {len(common)} repetitions"

@@ -575,7 +575,7 @@ def f_ins(v):
 
 def icount_rows(a):
     """Per cell, in guest instructions: the median per call and the
-    overhead per event against the guest's own baseline, the mean always
+    overhead per event against the suite's own baseline, the mean always
     beside its interval."""
     rows = []
     for c in a["cells"]:

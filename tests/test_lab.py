@@ -4,6 +4,7 @@ stap-mark-alibi at THREADS=1..2), the instruction count's resolution, the
 shell, faults, the summary's tables, and its input checks.  Slow the first
 time on a machine (mmdebstrap); the root file system is cached in
 build/lab/ after that."""
+import csv
 import glob
 import os
 import re
@@ -15,12 +16,13 @@ import time
 import unittest
 
 from kit_test import ROOT, SCRIPTS, need_root, run, unavailable
+import configs
 import lab
 import record
 import report
 
 LAB_PY = os.path.join(SCRIPTS, "lab.py")
-QUICK_ITER = lab.QUICK_ITER
+QUICK_ITER, LAB_RUNS = lab.QUICK_ITER, lab.LAB_RUNS
 
 
 def lab_state():
@@ -47,6 +49,11 @@ class Inputs(unittest.TestCase):
             r = run([sys.executable, LAB_PY, "--icount", bad])
             self.assertEqual(r.returncode, 2)
             self.assertIn(f"ICOUNT '{bad}' is not allowed: want 0 or 1", r.stderr)
+        for bad in ("0", "9", "many"):
+            r = run([sys.executable, LAB_PY, "--lab-guests", bad])
+            self.assertEqual(r.returncode, 2)
+            self.assertIn(f"LAB_GUESTS '{bad}' is not allowed: want auto or a whole number in "
+                          "1..8", r.stderr)
         r = run([sys.executable, LAB_PY, "--miss", "x"])
         self.assertEqual(r.returncode, 2)
         self.assertIn("MISS 'x' is not allowed: want a whole number in 0..", r.stderr)
@@ -104,6 +111,39 @@ class Tables(unittest.TestCase):
                              r"tcg +\| \[1\] +\| 3 ok, 1 skipped")
 
 
+class Shares(unittest.TestCase):
+    """How a suite's configurations are shared among guests (LAB_GUESTS),
+    worked by hand."""
+    def names(self, parts):
+        return [[c.name for c in p] for p in parts]
+
+    def test_idle_with_the_baseline_tracers_spread(self):
+        cfgs = [configs.BY_NAME[n] for n in (
+            "baseline", "idle-sdt", "ftrace-sdt", "ftrace-function", "bpftrace-function-count",
+            "bpftrace-function-store", "stap-mark")]
+        cost = {"ftrace-sdt": 1, "ftrace-function": 1, "bpftrace-function-count": 8,
+                "bpftrace-function-store": 9, "stap-mark": 2, "idle-sdt": 0.5}
+        # costliest first, each to the guest with the fewest of its tracer's,
+        # then the least cost: store -> 2 (0.5 vs 0), count -> 1 (0.5 vs 9),
+        # stap-mark -> 1 (8.5 vs 9), ftrace-sdt -> 2 (10.5 vs 9),
+        # ftrace-function -> 1 (no ftrace there yet)
+        self.assertEqual(self.names(lab.shares(cfgs, 2, lambda c: cost.get(c.name, 0))), [
+            ["baseline", "idle-sdt", "ftrace-function", "bpftrace-function-count", "stap-mark"],
+            ["baseline", "ftrace-sdt", "bpftrace-function-store"]])
+        # one guest: all of them, in their order
+        self.assertEqual(self.names(lab.shares(cfgs, 1)), [[c.name for c in cfgs]])
+
+    def test_no_more_guests_than_shares(self):
+        """The idle configurations are one share, each traced one another."""
+        quick = [configs.BY_NAME[n] for n in lab.QUICK_CONFIGS]
+        self.assertEqual(self.names(lab.shares(quick, 8)),
+                         [["baseline", "stap-mark"], ["baseline", "stap-mark-alibi"]])
+        idle = [configs.BY_NAME[n] for n in ("baseline", "idle-sdt", "stap-mark-empty")]
+        self.assertEqual(self.names(lab.shares(idle, 4)),
+                         [["baseline", "idle-sdt"], ["baseline", "stap-mark-empty"]])
+        self.assertEqual(self.names(lab.shares(idle[:2], 4)), [["baseline", "idle-sdt"]])
+
+
 class Quick(unittest.TestCase):
     def test_quick_lab(self):
         """In the guest, on the module runtime with modules built in the
@@ -116,7 +156,8 @@ class Quick(unittest.TestCase):
         need_root(self)
         before = lab_state()
         with tempfile.TemporaryDirectory() as res:
-            r = run([sys.executable, LAB_PY, "--quick", "1", "--results", res], timeout=5400)
+            r = run([sys.executable, LAB_PY, "--quick", "1", "--lab-guests", "2",
+                     "--results", res], timeout=5400)
             self.assertEqual(r.returncode, 0, r.stderr[-3000:])
             folders = glob.glob(os.path.join(res, "*-lab", "sid"))
             self.assertEqual(len(folders), 1, r.stderr[-3000:])
@@ -147,6 +188,16 @@ class Quick(unittest.TestCase):
             self.assertIn("## Guest lab: Debian sid", md)
             if lab["accel"] == "tcg":  # ICOUNT=1 by default: instructions, never ns
                 self.assertTrue(lab["icount"])
+                # two guests at once, one folder: the first guest's baseline
+                # alone (3 runs a thread count), the second's in its log
+                self.assertEqual([(g["guest"], g["configs"]) for g in lab["guests"]],
+                                 [("sid/1", ["baseline", "stap-mark"]),
+                                  ("sid/2", ["baseline", "stap-mark-alibi"])])
+                self.assertEqual(len([x for x in rows if x["config"] == "baseline"]),
+                                 2 * LAB_RUNS)
+                with open(os.path.join(folders[0], "logs", "runs-2.csv"), newline="") as f:
+                    theirs = [x["config"] for x in csv.DictReader(f)]
+                self.assertEqual(theirs.count("baseline"), 2 * LAB_RUNS)
                 self.assertIn("these figures are **guest instructions**", md)
                 self.assertNotIn("[ns/event]", md)
             with open(os.path.join(glob.glob(os.path.join(res, "*-lab"))[0], "summary.md")) as f:
@@ -295,20 +346,25 @@ class Faults(unittest.TestCase):
         self.assertIn("lab: sid: the guest (tcg) never reached userspace in 5 s", r.stderr)
         self.assertEqual(lab_state(), before)
 
-    def interrupt_mid_run(self, res, stop):
-        """Runs the lab (QUICK, baseline and ftrace-sdt, TCG) until the guest
-        has done its first run (of 12), then STOP(lab process); (return
-        code, stderr, rows, meta, the configuration of that first run)."""
+    ONE, TWO = ("baseline", "ftrace-sdt"), ("baseline", "ftrace-sdt", "ftrace-function")
+
+    def interrupt_mid_run(self, res, stop, cfgs=ONE, guests=1):
+        """Runs the lab (QUICK, CFGS, TCG, GUESTS at once: each guest runs
+        the baseline and one of the others) until the first guest has done
+        its first run (of 12), then STOP(lab process); (return code,
+        stderr, rows, meta, the configuration of that first run)."""
         p = subprocess.Popen([sys.executable, LAB_PY, "--quick", "1", "--accel", "tcg",
-                              "--lab-configs", "baseline,ftrace-sdt", "--results", res],
+                              "--lab-configs", ",".join(cfgs), "--lab-guests", str(guests),
+                              "--results", res],
                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              text=True)
         err = []
+        who = "sid" if guests == 1 else "sid/1"  # whose rows the folder has
         try:
             first = None
             for line in p.stderr:
                 err.append(line)
-                m = re.search(r"\[threads=1 round 1, 1/2\] (\S+)", line)
+                m = re.search(rf"lab: {who}: .*\[threads=1 round 1, 1/2\] (\S+)", line)
                 if m:  # its row is on the guest's disk: written before this line
                     first = m.group(1)
                     stop(p)
@@ -329,15 +385,15 @@ class Faults(unittest.TestCase):
         self.assertIsNotNone(first, text[-3000:])
         return rc, text, rows, meta, first
 
-    def check_kept(self, rows, why, first):
+    def check_kept(self, rows, why, first, cfgs=ONE):
         """The first run's row (and whatever followed before the stop
-        reached the guest) kept as the guest wrote it; each cell it did not
-        reach, one skipped row saying WHY."""
+        reached the guests) kept as the guest wrote it; each cell of CFGS
+        they did not reach, one skipped row saying WHY."""
         done = {(x["config"], x["threads"]) for x in rows if x["status"] == "ok"}
         self.assertIn((first, 1), done)
         skipped = [((x["config"], x["threads"]), x["reason"]) for x in rows
                    if x["status"] == "skipped"]
-        cells = {(c, n) for c in ("baseline", "ftrace-sdt") for n in lab.LAB_THREADS}
+        cells = {(c, n) for c in cfgs for n in lab.LAB_THREADS}
         self.assertEqual(sorted(k for k, _ in skipped), sorted(cells - done))
         self.assertTrue(skipped, "the guest finished before it was stopped")
         self.assertEqual({w for _, w in skipped}, {f"lab: {why}: not run"})
@@ -362,17 +418,20 @@ class Faults(unittest.TestCase):
         self.assertEqual(lab_state(), before)
 
     def test_ctrl_c_mid_run(self):
-        """Ctrl-C (SIGINT) during make lab: exit 130, the guest stopped,
-        the rows it wrote kept in the results folder, nothing left."""
+        """Ctrl-C (SIGINT) during make lab, two guests running: exit 130,
+        both stopped, the rows they wrote kept in one results folder,
+        nothing left."""
         need_root(self)
         before = lab_state()
         with tempfile.TemporaryDirectory() as res:
             rc, err, rows, meta, first = self.interrupt_mid_run(
-                res, lambda lab: lab.send_signal(signal.SIGINT))
+                res, lambda lab: lab.send_signal(signal.SIGINT), self.TWO, guests=2)
         why = "the lab was interrupted (Ctrl-C or SIGTERM)"
         self.assertEqual(rc, 130, err[-3000:])
         self.assertIn("the rows the guest wrote are in", err)
-        self.check_kept(rows, why, first)
+        self.check_kept(rows, why, first, self.TWO)
+        self.assertEqual([(g["guest"], g["unfinished"]) for g in meta["lab"]["guests"]],
+                         [("sid/1", why), ("sid/2", why)])
         self.assertEqual(lab_state(), before)
 
 

@@ -175,6 +175,19 @@ class ByHand(unittest.TestCase):
         self.assertAlmostEqual(o["slowdown_hi"], 5.2537, places=3)
         self.assertIn("paired", o["method"])
 
+    def test_instructions_are_never_paired(self):
+        """In instructions (a lab guest) the same repetitions are not
+        paired: a cell may come from another guest's boot than its
+        baseline (LAB_GUESTS), so Welch's t, as worked below."""
+        base = {"per_rep_ns": {1: 1.0, 2: 1.2}, "median_ns": 1.1, "min_ns": 1.0}
+        cell = {"per_rep_ns": {1: 4.0, 2: 4.4, 3: 4.2}, "median_ns": 4.2, "min_ns": 4.0}
+        self.assertIn("paired t over 2", stats.overhead(cell, base)["method"])  # ns: paired
+        o = stats.overhead(dict(cell, unit="instructions"), dict(base, unit="instructions"))
+        self.assertIn("Welch", o["method"])
+        # as test_welch_slowdown_has_both_variances: se 0.152753, t(2) 4.303
+        self.assertAlmostEqual(o["mean_ns"], 3.1)
+        self.assertAlmostEqual(o["hi_ns"] - 3.1, 4.303 * 0.1527525, places=5)
+
     def test_welch_slowdown_has_both_variances(self):
         """Unpaired: the same Welch test gives the overhead and, on the
         logarithms, the slowdown; the baseline's spread widens it."""
