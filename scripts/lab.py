@@ -746,13 +746,9 @@ def boot_guests(suite, limit, args, state):
     once; those guests.  A guest whose kernel died booting (seen once
     under TCG: a panic in sched_clock_cpu) is booted once more: a boot is
     not a measurement."""
-    known = plan.load(KVM_VERDICT)
-    if args.accel == "auto" and state.get("kvm") is None and known.get("host") == kvm_host():
-        # what an earlier lab found here: its boot would take BOOT_S again
-        state["kvm"], state["kvm_why"] = False, (
-            f"{known['why']}; found by a lab before on this host ({os.path.relpath(KVM_VERDICT)}"
-            ", removed by make clean; ACCEL=kvm tries again)")
-        say(f"lab: KVM is not usable here ({state['kvm_why']}): using TCG")
+    if args.accel == "auto" and state.get("kvm") is None and (why := kvm_known()):
+        state["kvm"] = False
+        say(f"lab: KVM is not usable here ({why}): using TCG")
     if args.accel in ("auto", "kvm") and state.get("kvm") is not False:
         if not os.access("/dev/kvm", os.R_OK | os.W_OK):
             state["kvm"] = False
@@ -799,8 +795,22 @@ def kvm_host():
     """What a KVM verdict holds for: the host's kernel, CPU and qemu."""
     with open("/proc/cpuinfo") as f:
         cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
-    r = subprocess.run(["qemu-system-x86_64", "--version"], stdout=subprocess.PIPE, text=True)
-    return [os.uname().release, cpu, (r.stdout.splitlines() or ["?"])[0]]
+    qemu = "?"
+    if shutil.which("qemu-system-x86_64"):
+        r = subprocess.run(["qemu-system-x86_64", "--version"], stdout=subprocess.PIPE, text=True)
+        qemu = (r.stdout.splitlines() or ["?"])[0]
+    return [os.uname().release, cpu, qemu]
+
+
+def kvm_known():
+    """Why KVM did not work when a lab last tried it on this very host
+    (kernel, CPU, qemu), said as a reason; None if never found or the
+    host has changed since: its boot would cost BOOT_S again."""
+    known = plan.load(KVM_VERDICT)
+    if known.get("host") != kvm_host() or not known.get("why"):
+        return None
+    return (f"{known['why']}; found by a lab before on this host ({os.path.relpath(KVM_VERDICT)}, "
+            "removed by make clean; ACCEL=kvm tries again)")
 
 
 def stopped_why(console):

@@ -144,6 +144,26 @@ class Shares(unittest.TestCase):
         self.assertEqual(self.names(lab.shares(idle[:2], 4)), [["baseline", "idle-sdt"]])
 
 
+class KvmVerdict(unittest.TestCase):
+    def test_remembered_for_this_host_only(self):
+        """KVM's failure is kept (build/lab/kvm.json) for the host it was
+        found on, so the next lab does not spend BOOT_S finding it again;
+        on another kernel, CPU or qemu it is tried anew."""
+        old = lab.KVM_VERDICT
+        with tempfile.TemporaryDirectory() as d:
+            lab.KVM_VERDICT = os.path.join(d, "kvm.json")
+            try:
+                self.assertIsNone(lab.kvm_known())  # never tried
+                record.write_json(lab.KVM_VERDICT, {"host": lab.kvm_host(), "why": "no BIOS"})
+                self.assertRegex(lab.kvm_known(), r"^no BIOS; found by a lab before on this "
+                                 r"host \(.*kvm\.json, removed by make clean; ACCEL=kvm tries")
+                record.write_json(lab.KVM_VERDICT, {"host": ["another", "host", "qemu"],
+                                                    "why": "no BIOS"})
+                self.assertIsNone(lab.kvm_known())
+            finally:
+                lab.KVM_VERDICT = old
+
+
 class Quick(unittest.TestCase):
     def test_quick_lab(self):
         """In the guest, on the module runtime with modules built in the
