@@ -1,9 +1,11 @@
 """The row's verdict (scripts/record.py): what a tracer saw -> a status,
 for every case, written out beside the test."""
+import os
 import unittest
 
 import record
 import tracers
+from tracers import perf
 from record import Events
 
 # (tracer, expected, Events, overwrite) -> status, reason holds
@@ -57,6 +59,36 @@ class Verdict(unittest.TestCase):
         self.assertEqual(expected("ftrace", "all"), 20)
         self.assertEqual(expected("ftrace", "none"), 0)
         self.assertIsNone(expected("stap", "unverifiable"))
+
+
+
+class PerfLost(unittest.TestCase):
+    """perf record's lost samples, from `perf report --stats` as perf 6.1
+    printed it here (tests/fixtures/perf/): 2 runs of benchmark-sdt at 2
+    threads x 100000 calls, one whose buffer filled (2 PERF_RECORD_LOST
+    records, 693 and 457 samples: 198850 seen + 1150 lost = 200000), one
+    that lost none."""
+    HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "perf")
+
+    def stats(self, name):
+        with open(os.path.join(self.HERE, name)) as f:
+            return f.read()
+
+    def test_samples_not_records(self):
+        lost = perf.Perf.lost_samples(self.stats("stats-lost.txt"), "sdt_benchmark:single_trace")
+        self.assertEqual(lost, 1150)  # not the 2 records of "LOST events: 2"
+        self.assertEqual(198850 + lost, 2 * 100000)
+
+    def test_none_lost(self):
+        self.assertEqual(perf.Perf.lost_samples(self.stats("stats-none.txt"),
+                                                "sdt_benchmark:single_trace"), 0)
+
+    def test_records_without_a_count(self):
+        """A perf whose --stats lists LOST records but not the event's lost
+        samples: the run fails saying so, never a guess."""
+        text = self.stats("stats-lost.txt").split("sdt_benchmark:single_trace stats:")[0]
+        with self.assertRaises(tracers.TracerError):
+            perf.Perf.lost_samples(text, "sdt_benchmark:single_trace")
 
 
 if __name__ == "__main__":

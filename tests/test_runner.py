@@ -95,9 +95,17 @@ class Matrix(StateTest):
                     # Only a configuration its back-end cannot run here, for that reason.
                     self.assertEqual(row["reason"], tracers.get(tracer).skip_reason(cfg))
                     continue
-                self.assertEqual(row["status"], "ok", row["reason"])
                 want = 0 if cfg.expect == "none" else int(row["threads"]) * 100000
                 self.assertEqual(int(row["events_expected"]), want)
+                if row["status"] == "dropped":
+                    # The tracer said it lost events (perf record's buffer
+                    # full, on some machines at 2 threads: a finding):
+                    # what it saw and what it says it lost are every call.
+                    got, lost = int(row["events_seen"]), int(row["events_dropped"])
+                    self.assertGreater(lost, 0)
+                    self.assertEqual(got + lost, want, row["reason"])
+                    continue
+                self.assertEqual(row["status"], "ok", row["reason"])
                 self.assertEqual(int(row["events_seen"]), want)
         self.assertTrue(any(r["status"] == "ok" for r in rows))
 
@@ -162,16 +170,20 @@ class Misses(StateTest):
             if not (row["status"] == "failed" and STAPBPF_ABORT in row["reason"]):
                 break
         seen, want = threads * 70000, threads * 100000
+        self.assertEqual(row["events_expected"], str(want), row["reason"])
         if row["status"] == "dropped" and int(row["events_dropped"] or 0) > 0:
             # The tracer said it lost events of its own (stapbpf's printf,
-            # "lost N perf_events": a finding, README): `dropped` outranks
-            # `mismatch`, and the count is still the tracer's own.
-            self.assertIn(f"(saw {seen} of {want})", row["reason"])
+            # "lost N perf_events"; perf record's full buffer: findings,
+            # README): `dropped` outranks `mismatch`, and the count is still
+            # the tracer's own: the calls it probed, alone or with what it
+            # says it lost (perf's samples never written).
+            got, lost = int(row["events_seen"]), int(row["events_dropped"])
+            self.assertIn(seen, (got, got + lost), row["reason"])
+            self.assertIn(f"(saw {got} of {want})", row["reason"])
         else:
             self.assertEqual(row["status"], "mismatch", row["reason"])
             self.assertIn(f"saw {seen} events, expected {want}", row["reason"])
-        self.assertEqual((row["events_expected"], row["events_seen"]), (str(want), str(seen)),
-                         row["reason"])
+            self.assertEqual(row["events_seen"], str(seen), row["reason"])
         self.assertIn(f"MISS: {threads * 30000} of the calls went to kit_decoy()", row["note"])
 
 

@@ -93,7 +93,6 @@ class Perf(Tracer):
             return Events(int(m.group(1)), 0, "counted in the kernel (perf stat)")
         out = self.sh(["perf", "report", "-i", data, "--stats"], log=run.log)
         m = re.search(r"SAMPLE events:\s+(\d+)", out)
-        lost = re.search(r"LOST events:\s+(\d+)", out)
         if not m:
             raise TracerError("perf report --stats shows no SAMPLE events")
         distinct = self.distinct_samples(data)
@@ -104,7 +103,22 @@ class Perf(Tracer):
         if dup:
             note += (f"; perf record wrote {dup} duplicate samples (same thread, timestamp and "
                      f"argument), counted once: {m.group(1)} records, {distinct} events")
-        return Events(distinct, int(lost.group(1)) if lost else 0, note)
+        return Events(distinct, self.lost_samples(out, run.state.event), note)
+
+    @staticmethod
+    def lost_samples(stats, event):
+        """The samples of EVENT perf record lost (its buffer full), from
+        `perf report --stats`: the event's own LOST_SAMPLES line, the sum
+        of its PERF_RECORD_LOST records.  Not the aggregated `LOST events`,
+        which counts those records (2 records can hold 1150 samples)."""
+        mine = stats.split(f"{event} stats:", 1)
+        m = re.search(r"LOST_SAMPLES events:\s+(\d+)", mine[1]) if len(mine) == 2 else None
+        if m:
+            return int(m.group(1))
+        if re.search(r"^\s*LOST events:\s+[1-9]", stats, re.M):
+            raise TracerError("perf record lost samples, and perf report --stats does not say "
+                              "how many")
+        return 0
 
     @staticmethod
     def distinct_samples(data):
