@@ -61,9 +61,13 @@ def kill_during(tc, args, res, victims, what):
     says what is awaited), SIGKILLs them, and returns the rows once the
     kit has ended (which it must do with status 0) and the pids killed."""
     p = start_kit(args, res)
+    killed = []
+
+    def seen():  # the pids killed are the ones found, not a second look's
+        killed[:] = victims() or []
+        return bool(killed)
     try:
-        tc.assertTrue(wait_for(lambda: victims(), 120), f"{what} never appeared")
-        killed = victims()
+        tc.assertTrue(wait_for(seen, 120), f"{what} never appeared")
         for pid in killed:
             os.kill(int(pid), signal.SIGKILL)
         out, _ = p.communicate(timeout=300)
@@ -292,12 +296,15 @@ class Faults(StateTest):
         """Kill the tracer's process during a run: a failed row, cleanup
         done, the other rows still run."""
         need_tracer(self, tracer)
+        target = f"benchmark-{configs.BY_NAME[config].build}"[:15]
         with tempfile.TemporaryDirectory() as res:
-            def started():  # its pids, half a second after it first showed
-                return pids_of(process) and (time.sleep(0.5) or pids_of(process))
+            def running():  # its pids while the traced target runs (a 2M-call
+                # run can be over in half a second: a fixed wait missed it)
+                return (pids_of(target) and pids_of(process)
+                        and (time.sleep(0.1) or pids_of(target) and pids_of(process)))
             rows, _ = kill_during(self, ["--quick", "1", "--threads", "1", "--iter", str(iters),
                                          "--runs", "2", "--configs", f"baseline,{config}"],
-                                  res, victims or started, process)
+                                  res, victims or running, process)
         st = [(r["config"], r["status"]) for r in rows]
         self.assertEqual(len(rows), 4, st)
         failed = [r for r in rows if r["status"] == "failed"]
