@@ -576,7 +576,7 @@ class Guest:
         self.accel = accel
         icount = self.icount = bool(accel == "tcg" and self.suite.args.icount)
         # The guest's init passes kit_unit on to the runner (UNIT).
-        unit = "instructions" if icount else "ns"
+        unit = record.INSTRUCTIONS if icount else record.NS
         cmd = ["qemu-system-x86_64", *cpu[accel], *(ICOUNT if icount else []),
                "-m", str(GUEST_MB), "-smp", str(ICOUNT_CPUS if icount else GUEST_CPUS),
                "-kernel", self.suite.vmlinuz, "-initrd", self.suite.initrd, "-no-reboot",
@@ -721,7 +721,7 @@ def guest_cost(suite, args):
     its last lab left (build/lab/SUITE/timings-UNIT.json), else the
     runner's guess."""
     cache = plan.load(os.path.join(suite.dir, "timings-{}.json".format(
-        "instructions" if args.icount else "ns")))
+        record.INSTRUCTIONS if args.icount else record.NS)))
     return lambda c: cache.get(c.name, {}).get("extra_s", plan.GUESS[BACKENDS[c.tracer].attaches][0])
 
 
@@ -1049,7 +1049,7 @@ def kernels_table(folders):
     got, cols, notes = {}, [], tables.Notes()
     for d in folders:
         rows, meta, _ = record.load(d)
-        if meta.get("unit") != "instructions":
+        if meta.get("unit") != record.INSTRUCTIONS:
             continue
         lab = meta.get("lab", {})
         col = f"{lab.get('suite')} ({tables.short_kernel(lab)})"
@@ -1115,7 +1115,7 @@ def summary(top, folders):
                      ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
                      + (f"; stopped early: {notes.ref(lab['unfinished'])}"
                         if lab.get("unfinished") else "")])
-        if meta.get("unit") == "instructions":
+        if meta.get("unit") == record.INSTRUCTIONS:
             guests.append({"a": dict(stats.analyse(rows, meta), **stats.outcomes(rows)), "lab": lab,
                            "folder": os.path.relpath(d, os.path.dirname(os.path.dirname(d)))})
     lines = [tables.table(SUMMARY_HEAD, body)] + notes.lines()

@@ -37,8 +37,8 @@ COLUMNS = [
 # nanoseconds, or guest instructions (make lab under QEMU's -icount
 # shift=0, where the guest's clock advances 1 ns per instruction).  The two
 # are never put in one column, plot or comparison.
-UNITS = ("ns", "instructions")
-DEFAULT_UNIT = UNITS[0]
+UNITS = (NS, INSTRUCTIONS) = ("ns", "instructions")
+DEFAULT_UNIT = NS
 # What a row must have for the report to read it at all.
 REQUIRED = ["config", "threads", "iterations", "rep", "status", "thread_wall_ns"]
 

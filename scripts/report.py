@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plots as plotting  # noqa: E402
 import summary  # noqa: E402
 from record import BadInput, load  # noqa: E402
-from record import DEFAULT_UNIT, paced_rate  # noqa: E402
+from record import DEFAULT_UNIT, INSTRUCTIONS, paced_rate  # noqa: E402
 from stats import BASELINE, analyse, outcomes, paced  # noqa: E402
 from tables import (Y2011_CONFIGS, environment, f_ns, lab_markdown, paced_markdown, skipped_failed,  # noqa
                     table, tight_markdown)
@@ -56,7 +56,7 @@ def guest_for(folder):
         except (BadInput, OSError, UnicodeDecodeError, csv.Error):
             continue
         one = [r for r in rows if r["status"] == "ok" and int(r["threads"]) == 1]
-        if meta.get("unit") == "instructions" and any(r["config"] == BASELINE for r in one) and any(
+        if meta.get("unit") == INSTRUCTIONS and any(r["config"] == BASELINE for r in one) and any(
                 r["config"] in Y2011_CONFIGS and r["runtime"] == "module" for r in one):
             return {"a": analyse(rows, meta), "lab": meta.get("lab") or {},
                     "folder": os.path.relpath(d, os.path.dirname(top))}

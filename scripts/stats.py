@@ -14,7 +14,7 @@ import statistics
 
 import configs
 import kernel
-from record import LOSSLESS, MEASURED, num, paced_rate, split_ns as ints
+from record import DEFAULT_UNIT, INSTRUCTIONS, LOSSLESS, MEASURED, num, paced_rate, split_ns as ints
 
 BASELINE = "baseline"
 NOISY_CV = 0.10  # a cell whose per-event times vary more than this is flagged
@@ -66,7 +66,7 @@ def per_thread_column(row):
     other threads' instructions too, while its CPU time (the guest
     scheduler's clock while that thread runs) holds its own, user and
     kernel, the traps it takes included."""
-    return "thread_cpu_ns" if row.get("unit") == "instructions" else "thread_wall_ns"
+    return "thread_cpu_ns" if row.get("unit") == INSTRUCTIONS else "thread_wall_ns"
 
 
 def cell_stats(rows):
@@ -98,7 +98,7 @@ def cell_stats(rows):
         "sys_ns": statistics.fmean(sys_) if sys_ else None,
         "tracer_cpu_ns": statistics.fmean(tracer) if tracer else None,
         "events_per_s": statistics.fmean(walls) if walls else None,
-        "unit": rows[0].get("unit") or "ns",
+        "unit": rows[0].get("unit") or DEFAULT_UNIT,
     }
 
 
@@ -113,7 +113,7 @@ def overhead(cell, base):
     than its baseline (make lab's guests share a suite's configurations)."""
     common = sorted(set(cell["per_rep_ns"]) & set(base["per_rep_ns"]))
     c, b = cell["per_rep_ns"], base["per_rep_ns"]
-    if len(common) >= 2 and "instructions" not in (cell.get("unit"), base.get("unit")):
+    if len(common) >= 2 and INSTRUCTIONS not in (cell.get("unit"), base.get("unit")):
         m, lo, hi = mean_ci([c[k] - b[k] for k in common])
         x, xlo, xhi = mean_ci([math.log(c[k] / b[k]) for k in common])
         method = f"paired t over {len(common)} repetitions"
@@ -159,7 +159,7 @@ def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns):
         m, lo, hi = o["mean_ns"], o["lo_ns"], o["hi_ns"]
     else:
         m, lo, hi = mean_ci(list(cell["per_rep_ns"].values()))
-    unit = measured[0].get("unit") or "ns"
+    unit = measured[0].get("unit") or DEFAULT_UNIT
     target = f"PRECISION={precision:g} of the mean or PRECISION_NS={precision_ns:g}"
     if lo is None:
         text, ok = "no interval yet", False

@@ -11,6 +11,7 @@ import re
 
 import configs
 import kernel
+from record import DEFAULT_UNIT, INSTRUCTIONS
 from stats import BASELINE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -84,7 +85,7 @@ def undetectable(o):
                                             and o["slowdown_lo"] > 1))
 
 
-def reading(o, unit="ns"):
+def reading(o, unit=DEFAULT_UNIT):
     """What an overhead says, in words."""
     if not o:
         return "no figure"
@@ -382,7 +383,7 @@ def expectation(meta):
     return lines
 
 
-def sites_table(a, meta=None, unit="ns"):
+def sites_table(a, meta=None, unit=DEFAULT_UNIT):
     """The probe-site table, its corrupted/calls column only where a
     canary ran in some row, each site marked as this kernel was expected
     to behave there or not; its cost in UNIT (ns, or a lab guest's
@@ -398,7 +399,7 @@ def sites_table(a, meta=None, unit="ns"):
     for s in sites:
         rows.append([s["config"], s["build"], s["probe"], s["tracer"], s["threads"]]
                     + ([s.get("attach") or "before"] if orders else [])
-                    + ([(f_ins if unit == "instructions" else f_ns)(s["ns_per_event"])]
+                    + ([(f_ins if unit == INSTRUCTIONS else f_ns)(s["ns_per_event"])]
                        if unit else [])
                     + ([f"{s['corrupted']:,}/{s['calls']:,}" if canary(s["build"]) and s["calls"]
                         else "-"]
@@ -620,7 +621,7 @@ def lab_markdown(a, lab, meta=None):
                   "instructions). Each thread's figure is its own CPU time, user and kernel: "
                   "with one vCPU, threads take turns and the clock counts all of them.", ""]
         lines.append(table(ICOUNT_HEAD, icount_rows(a)))
-        return lines + lab_sites(a, meta, "instructions") + skipped_failed(a)
+        return lines + lab_sites(a, meta, INSTRUCTIONS) + skipped_failed(a)
     lines += ["", "Under TCG the guest's times are emulated, not measurements: only counts "
               "and statuses are shown.", ""]
     notes, rows = Notes(), []
