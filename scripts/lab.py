@@ -78,6 +78,9 @@ from tracers import BACKENDS, stap  # noqa: E402
 from tracers.base import say  # noqa: E402
 
 LAB_DIR = os.path.join(ROOT, "build", "lab")
+# A suite's guest timings, one file a unit (the runner's --timings; kept
+# in LAB_DIR/SUITE between labs, carried into and out of each guest).
+TIMINGS = "timings-{}.json"
 GUEST_KIT = "/kit"
 # The guest's own: a kernel to boot and its headers (SystemTap's modules),
 # what stap compiles with, what the runner and the init script use.
@@ -396,7 +399,7 @@ class Suite:
                                       "stap-kernel", "perf-buildid", "*.pyc", "timings.json")
         shutil.copytree(ROOT, dst, ignore=skip, symlinks=True)
         os.makedirs(os.path.join(dst, "results"), exist_ok=True)
-        for t in glob.glob(os.path.join(self.dir, "timings-*.json")):
+        for t in glob.glob(os.path.join(self.dir, TIMINGS.format("*"))):
             shutil.copy(t, os.path.join(dst, "results"))
         os.makedirs(os.path.join(dst, "build", "lab-modules"), exist_ok=True)  # maybe none
         return dst
@@ -479,7 +482,7 @@ class Suite:
                         ",".join(map(str, LAB_THREADS)), *size, "--no-install", "1", "--no-report",
                         *(["--miss", str(self.args.miss)] if self.args.miss else []),
                         *(["--stap-timing", "1"] if self.args.stap_timing else []),
-                        "--timings", f'"{GUEST_KIT}/results/timings-$UNIT.json"',
+                        "--timings", '"{}/results/{}"'.format(GUEST_KIT, TIMINGS.format("$UNIT")),
                         "--results", f"{GUEST_KIT}/results"])
         self.write_init(guest.init, f"""#!/bin/sh
 # The guest's init (make lab): mount what the kit needs, run its runner on
@@ -720,7 +723,7 @@ def guest_cost(suite, args):
     (its tracer's start: what a guest's time goes on), from the timings
     its last lab left (build/lab/SUITE/timings-UNIT.json), else the
     runner's guess."""
-    cache = plan.load(os.path.join(suite.dir, "timings-{}.json".format(
+    cache = plan.load(os.path.join(suite.dir, TIMINGS.format(
         record.INSTRUCTIONS if args.icount else record.NS)))
     return lambda c: cache.get(c.name, {}).get("extra_s", plan.GUESS[BACKENDS[c.tracer].attaches][0])
 
@@ -959,7 +962,7 @@ def bring_back(suite, ended, extra):
                 other = json.load(f)
             for key in ("skipped", "tracers"):
                 folder.meta[key] = dict(other.get(key) or {}, **(folder.meta.get(key) or {}))
-        for t in glob.glob(os.path.join(res, "timings-*.json")):  # each guest's own cells
+        for t in glob.glob(os.path.join(res, TIMINGS.format("*"))):  # each guest's own cells
             theirs = plan.load(t)
             mine = {c.name: theirs[c.name] for c in g.cfgs if c.name in theirs}
             timings.setdefault(os.path.basename(t), {}).update(mine)

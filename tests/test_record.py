@@ -61,7 +61,6 @@ class Verdict(unittest.TestCase):
         self.assertIsNone(expected("stap", "unverifiable"))
 
 
-
 class PerfLost(unittest.TestCase):
     """perf record's lost samples, from `perf report --stats` as perf 6.1
     printed it here (tests/fixtures/perf/): 2 runs of benchmark-sdt at 2
