@@ -1,19 +1,152 @@
-"""host.py: preparing this machine, the one way the runner (run.py) and
-the lab (lab.py) both do it: installing the Debian packages they lack
-(as root, unless NO_INSTALL=1) and building the kit with make.
+"""host.py: the ground floor every wing stands on, importing nothing of
+the kit: where the checkout is (ROOT, BUILD), a line for the human (say),
+the one command runner every other runner wraps (run), the one atomic
+JSON writer (write_json), /proc process helpers, and preparing this
+machine: installing the Debian packages the kit lacks (as root, unless
+NO_INSTALL=1), `make all`, and whether an interpreter has matplotlib.
 
 Nothing to run: `import host`.
 """
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
-
-from tracers.base import say
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "build")
+STOP_GRACE_S = 120  # for a group's processes to clean up after SIGTERM (mmdebstrap unmounts)
+POLL_S = 0.1  # wait_for's step
 
 
+def say(msg):
+    """A line of progress for the human (stderr; the record is elsewhere)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def build_path(*parts):
+    return os.path.join(BUILD, *parts)
+
+
+# -- commands ------------------------------------------------------------------
+class Timeout(Exception):
+    """A command past its time limit (stopped; OUTPUT is what it printed)."""
+
+    def __init__(self, cmd, timeout, output):
+        super().__init__(f"{os.path.basename(cmd[0])} did not finish in {timeout} s")
+        self.cmd, self.timeout, self.output = cmd, timeout, output
+
+
+def run(cmd, timeout=None, log=None, env=None, cwd=None, group=False, capture=True,
+        stdin=subprocess.DEVNULL):
+    """Runs CMD (a list, never a shell string) and returns (exit status,
+    its output: stdout and stderr together, text; '' unless CAPTURE, when
+    the output goes to the kit's stderr instead).  LOG, if given, gets
+    `$ CMD` and the output appended.  GROUP: in a process group of its own,
+    which, stopped early (TIMEOUT, Ctrl-C, SIGTERM), gets SIGTERM and then
+    SIGKILL after STOP_GRACE_S; else only CMD is killed.  Past TIMEOUT:
+    Timeout, carrying the output so far.  OSError (no such program) is
+    the caller's."""
+    out = subprocess.PIPE if capture else sys.stderr
+    p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT if capture else None,
+                         text=True, errors="replace", stdin=stdin, env=env, cwd=cwd,
+                         start_new_session=group)
+    timed_out = False
+    try:
+        text, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        stop(p, group)
+        text = p.stdout.read() if capture else ""
+    except BaseException:
+        stop(p, group)
+        raise
+    text = text or ""
+    if log:
+        with open(log, "a") as f:
+            f.write("$ " + " ".join(cmd) + "\n" + text)
+    if timed_out:
+        raise Timeout(cmd, timeout, text)
+    return p.returncode, text
+
+
+def stop(p, group=True):
+    """SIGTERM to P (its process group where GROUP), SIGKILL if it is not
+    gone in STOP_GRACE_S; P reaped."""
+    for sig, wait in ((signal.SIGTERM, STOP_GRACE_S if group else 5), (signal.SIGKILL, None)):
+        try:
+            if group:
+                os.killpg(p.pid, sig)
+            else:
+                p.send_signal(sig)
+        except ProcessLookupError:
+            break
+        try:
+            p.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    p.wait()
+
+
+def first_line(cmd, timeout=20):
+    """The first line CMD prints (a tool's --version), or None if it cannot run."""
+    try:
+        return (run(cmd, timeout=timeout)[1].strip().splitlines() or [""])[0]
+    except (OSError, Timeout):
+        return None
+
+
+def write_json(path, obj, indent=2, sort_keys=False):
+    """Writes OBJ whole or not at all (a crash leaves the old file)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=indent, sort_keys=sort_keys)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+# -- processes -----------------------------------------------------------------
+def wait_for(done, seconds):
+    """Polls DONE() every POLL_S until it is true (True) or SECONDS pass (False)."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL_S)
+    return True
+
+
+def proc_stat(pid):
+    """(comm, fields after comm) of /proc/PID/stat, or None if it is gone.
+    fields[0] is the state, [1] ppid, [2] pgrp, [3] session, [11] utime,
+    [12] stime (clock ticks)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+
+
+def pids():
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def live(comm=None):
+    """[(pid, fields)] of the live processes (zombies excluded), only
+    those named COMM if given; fields as proc_stat gives them."""
+    out = []
+    for pid in pids():
+        st = proc_stat(pid)
+        if st and st[1][0] != "Z" and comm in (None, st[0]):
+            out.append((pid, st[1]))
+    return out
+
+
+# -- preparing the machine -----------------------------------------------------
 def install(who, pkgs, forbid):
     """Installs PKGS with apt-get, saying so as WHO (run, lab); where
     FORBID (NO_INSTALL=1), without root or without apt-get, only says what
@@ -28,10 +161,8 @@ def install(who, pkgs, forbid):
         return
     say(f"{who}: installing the Debian packages it needs: {' '.join(pkgs)}")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(["apt-get", "update", "-qq"], env=env, stdout=subprocess.DEVNULL)
-    r = subprocess.run(["apt-get", "install", "-y", "-qq", *pkgs], env=env,
-                       stdout=subprocess.DEVNULL)
-    if r.returncode != 0:
+    run(["apt-get", "update", "-qq"], env=env)
+    if run(["apt-get", "install", "-y", "-qq", *pkgs], env=env)[0] != 0:
         say(f"{who}: apt-get could not install them all; what needs them will be skipped")
 
 
@@ -39,14 +170,23 @@ def build_needs():
     """The Debian packages the builds that cannot be made here need
     (`make needs`): the runner's and the lab's (the lab's guests run the
     builds made here)."""
-    r = subprocess.run(["make", "-s", "-C", ROOT, "needs"], stdout=subprocess.PIPE, text=True)
-    return set(r.stdout.split())
+    return set(run(["make", "-s", "-C", ROOT, "needs"])[1].split())
 
 
 def make_all(who):
     """`make all` (every build whose dependencies are here); False, having
     said so, if make failed."""
-    r = subprocess.run(["make", "-s", "-C", ROOT, "all"], stdout=sys.stderr)
-    if r.returncode != 0:
+    ok = run(["make", "-s", "-C", ROOT, "all"], capture=False)[0] == 0
+    if not ok:
         say(f"{who}: make failed; nothing was run")
-    return r.returncode == 0
+    return ok
+
+
+def has_matplotlib(python):
+    """PYTHON can import matplotlib (found, not imported: importing it takes
+    a second)."""
+    try:
+        return run([python, "-c", "import importlib.util, sys; "
+                    "sys.exit(importlib.util.find_spec('matplotlib') is None)"])[0] == 0
+    except OSError:
+        return False

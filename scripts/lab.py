@@ -64,18 +64,18 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import configs  # noqa: E402
 import host  # noqa: E402
+from host import ROOT  # noqa: E402
 import params  # noqa: E402
-import plan  # noqa: E402
+from measure import plan  # noqa: E402
 import record  # noqa: E402
 import stats  # noqa: E402
-import tables  # noqa: E402
+from render import tables  # noqa: E402
 from tracers import BACKENDS, stap  # noqa: E402
-from tracers.base import say  # noqa: E402
+from host import say  # noqa: E402
 
 LAB_DIR = os.path.join(ROOT, "build", "lab")
 # A suite's guest timings, one file a unit (the runner's --timings; kept
@@ -250,47 +250,20 @@ def need_host_tools(no_install):
                        + (" (NO_INSTALL=1)" if no_install else ""))
 
 
-STOP_GRACE_S = 120  # for a step's processes to clean up after SIGTERM (mmdebstrap unmounts)
-
-
 def sh(cmd, log, timeout=600, **kw):
     """Runs CMD (a list) in a process group of its own, its output appended
     to LOG; LabError with the line of its output that says what failed
     (stap.first_error) if it does.  Stopped early (its time limit, Ctrl-C,
     SIGTERM), the whole group gets SIGTERM, then SIGKILL after STOP_GRACE_S:
     mmdebstrap's children hold mounts that only its own clean-up removes."""
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         errors="replace", stdin=subprocess.DEVNULL, start_new_session=True, **kw)
     try:
-        out, _ = p.communicate(timeout=timeout)
-        why = None if p.returncode == 0 else f"failed (exit {p.returncode})"
-    except subprocess.TimeoutExpired:
-        stop_group(p)
-        out, why = p.stdout.read(), f"did not finish in {timeout} s"
-    except BaseException:
-        stop_group(p)
-        raise
-    with open(log, "a") as f:
-        f.write("$ " + " ".join(cmd) + "\n" + out)
+        code, out = host.run(cmd, timeout=timeout, log=log, group=True, **kw)
+        why = None if code == 0 else f"failed (exit {code})"
+    except host.Timeout as e:
+        out, why = e.output, f"did not finish in {timeout} s"
     if why:
         raise LabError(f"{os.path.basename(cmd[0])} {why}: {stap.first_error(out)}")
     return out
-
-
-def stop_group(p):
-    """SIGTERM to P's process group, SIGKILL if it is not gone in
-    STOP_GRACE_S; P reaped."""
-    for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, None)):
-        try:
-            os.killpg(p.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            p.wait(timeout=wait)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    p.wait()
 
 
 def unmount_under(path):
@@ -771,7 +744,7 @@ def boot_guests(suite, limit, args, state):
             why = ("qemu exited before the guest reached userspace" if whole.exited_early
                    else f"the guest did not reach userspace in {BOOT_S} s")
             why += f" ({stopped_why(whole.text())})" if whole.text().strip() else ""
-            record.write_json(KVM_VERDICT, {"host": kvm_host(), "why": why})
+            host.write_json(KVM_VERDICT, {"host": kvm_host(), "why": why})
         if args.accel == "kvm":
             raise LabError(f"ACCEL=kvm: KVM does not work here: {why}")
         say(f"lab: KVM is not usable here ({why}): using TCG, "
@@ -978,7 +951,7 @@ def bring_back(suite, ended, extra):
             f.write(g.text())
     for name, cells in timings.items():  # what sizes the next lab's runs
         path = os.path.join(suite.dir, name)
-        record.write_json(path, dict(plan.load(path), **cells))
+        host.write_json(path, dict(plan.load(path), **cells))
     ran = {(r["config"], r["threads"]) for r in record.load(suite.out)[0]}
     folder.meta["lab"] = dict(extra, modules_left=left)
     if len(ended) > 1:

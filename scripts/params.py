@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import configs
 import record
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from host import ROOT
 
 MAX_THREADS = 1024  # as in src/benchmark.c
 MAX_ITER = 10 ** 12  # as in src/benchmark.c

@@ -12,6 +12,8 @@ import json
 import os
 from dataclasses import dataclass
 
+import host
+
 # meta.json's "format_version": 2 added the columns sized_by and pinned
 # and the status `dropped`; 3 moved meta's "stap" into "tracers" (one line
 # per back-end); 4 added rate, calls, pacing, late, machine_busy_ns,
@@ -136,15 +138,6 @@ def now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def write_json(path, obj):
-    """Writes OBJ whole or not at all (a crash leaves the old file)."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
-
-
 class Folder:
     """A new results folder under RESULTS: runs.csv (each row on disk as
     soon as it is written), meta.json, logs/, and the `latest` link.  Its
@@ -205,7 +198,7 @@ class Folder:
         os.fsync(self._file.fileno())
 
     def write_meta(self):
-        write_json(os.path.join(self.dir, "meta.json"), self.meta)
+        host.write_json(os.path.join(self.dir, "meta.json"), self.meta)
 
     def close(self):
         if not self._file.closed:

@@ -26,16 +26,16 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import plots as plotting  # noqa: E402
-import summary  # noqa: E402
+import host  # noqa: E402
+from render import plots as plotting  # noqa: E402
+from render import summary  # noqa: E402
 from record import BadInput, load  # noqa: E402
 from record import DEFAULT_UNIT, INSTRUCTIONS, paced_rate  # noqa: E402
 from stats import BASELINE, analyse, outcomes, paced  # noqa: E402
-from tables import (Y2011_CONFIGS, environment, f_ns, lab_markdown, paced_markdown, skipped_failed,  # noqa
+from render.tables import (Y2011_CONFIGS, environment, f_ns, lab_markdown, paced_markdown, skipped_failed,  # noqa
                     table, tight_markdown)
 
 # Set in the environment of a report re-run under another interpreter, so
@@ -151,21 +151,13 @@ def to_json(a, meta, warnings, p=None, drawn=None):
             "plots": drawn or {}}
 
 
-def has_matplotlib(python):
-    """PYTHON can import matplotlib (found, not imported: importing it takes
-    a second)."""
-    return subprocess.run([python, "-c", "import importlib.util, sys; "
-                           "sys.exit(importlib.util.find_spec('matplotlib') is None)"],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
-
-
 def plotting_python():
     """An interpreter that can draw the plots: this one, else Debian's
     /usr/bin/python3 or the python3 on PATH; None if none can."""
     if _can_import_matplotlib():
         return sys.executable
     for py in ("/usr/bin/python3", shutil.which("python3")):
-        if py and os.path.realpath(py) != os.path.realpath(sys.executable) and has_matplotlib(py):
+        if py and os.path.realpath(py) != os.path.realpath(sys.executable) and host.has_matplotlib(py):
             return py
     return None
 

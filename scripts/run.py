@@ -27,26 +27,26 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import configs  # noqa: E402
 import elfinfo  # noqa: E402
 import host  # noqa: E402
+from host import ROOT  # noqa: E402
 import params  # noqa: E402
-import paths  # noqa: E402
+from measure import paths  # noqa: E402
 import record  # noqa: E402
 import report  # noqa: E402
 import tracers  # noqa: E402
 from params import DEFAULT_TIME_LIMIT, MAX_ITER, TIGHT, TIME_LIMIT_MARGIN, cpus  # noqa: E402
-from plan import Plan, fmt_s  # noqa: E402
+from measure.plan import Plan, fmt_s  # noqa: E402
 from stats import BASELINE, settle  # noqa: E402
-from supervise import Supervisor, say  # noqa: E402
+from host import say  # noqa: E402
+from measure.supervise import Supervisor  # noqa: E402
 from tracers.base import TracerError  # noqa: E402
 
 WARMUP_ITER = 20000  # per thread, for the warm-up that also calibrates
 FLOOR_ITER = 2000  # the fewest calls a sized run makes
-VERSION_TIMEOUT_S = 20  # for a tool's --version
 
 
 class Interrupted(Exception):
@@ -71,22 +71,13 @@ def parse_args(argv):
 
 
 # -- the machine ---------------------------------------------------------------
-def first_line(cmd):
-    try:
-        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             timeout=VERSION_TIMEOUT_S).stdout
-        return (out.strip().splitlines() or [""])[0]
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-
-
 def missing_packages(wanted_tracers):
     """The Debian packages that what was asked for needs and this machine
     lacks: the back-ends' (each says), the builds' (make says), and
     matplotlib for the report's plots."""
     pkgs = {p for t in wanted_tracers for p in tracers.get(t).missing().values()}
     pkgs |= host.build_needs()
-    if not report.has_matplotlib("/usr/bin/python3"):
+    if not host.has_matplotlib("/usr/bin/python3"):
         pkgs.add("python3-matplotlib")
     return sorted(pkgs)
 
@@ -103,9 +94,9 @@ def environment(args, builds):
         if ln.startswith("model name"):
             cpu = ln.split(":", 1)[1].strip()
             break
-    tools = {"cc": first_line([os.environ.get("CC", "cc"), "--version"])}
+    tools = {"cc": host.first_line([os.environ.get("CC", "cc"), "--version"])}
     for t in tracers.BACKENDS.values():
-        tools.update((c, first_line([c, "--version"])) for c in t.versions)
+        tools.update((c, host.first_line([c, "--version"])) for c in t.versions)
     tools["python"] = sys.version.split()[0]
     sites = {}
     for b in builds:

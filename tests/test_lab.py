@@ -154,10 +154,10 @@ class KvmVerdict(unittest.TestCase):
             lab.KVM_VERDICT = os.path.join(d, "kvm.json")
             try:
                 self.assertIsNone(lab.kvm_known())  # never tried
-                record.write_json(lab.KVM_VERDICT, {"host": lab.kvm_host(), "why": "no BIOS"})
+                host.write_json(lab.KVM_VERDICT, {"host": lab.kvm_host(), "why": "no BIOS"})
                 self.assertRegex(lab.kvm_known(), r"^no BIOS; found by a lab before on this "
                                  r"host \(.*kvm\.json, removed by make clean; ACCEL=kvm tries")
-                record.write_json(lab.KVM_VERDICT, {"host": ["another", "host", "qemu"],
+                host.write_json(lab.KVM_VERDICT, {"host": ["another", "host", "qemu"],
                                                     "why": "no BIOS"})
                 self.assertIsNone(lab.kvm_known())
             finally:

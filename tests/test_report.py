@@ -12,12 +12,12 @@ import unittest
 
 from kit_test import ROOT, SCRIPTS, run, unavailable
 import kernel
-import paths
+from measure import paths
 import record
 import report
 import stats
-import summary
-import tables
+from render import summary
+from render import tables
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "report")
 EXAMPLE = os.path.join(ROOT, "docs", "example")

@@ -17,7 +17,7 @@ from kit_test import (ROOT, SCRIPTS, StateTest, build, need_root, need_tracer, r
 import configs
 import elfinfo
 import kernel
-import paths
+from measure import paths
 import record
 import stats
 import tracers
@@ -627,7 +627,7 @@ class Sizing(StateTest):
         up all the same.  Thread counts run one after
         the other, each in its own rounds."""
         need_tracer(self, "ftrace")
-        import plan
+        from measure import plan
         import run as runner
         with tempfile.TemporaryDirectory() as res:
             timings = os.path.join(res, "timings.json")

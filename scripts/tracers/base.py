@@ -1,59 +1,15 @@
 """base.py: what every tracer back-end shares (see tracers/__init__.py)."""
 import os
 import shutil
-import subprocess
-import sys
-import time
 from dataclasses import dataclass
 
+import host
+from host import live, pids, proc_stat, say, wait_for  # noqa: F401  (the back-ends' helpers)
 from record import Events  # noqa: F401  (what events() returns)
 
 TOOL_TIMEOUT_S = 120  # a tracer's command that sets up or tears down
 LONG_TIMEOUT_S = 600  # one that compiles, or reads a whole run's data
 LOG_TAIL = 4096  # bytes of a tracer's output copied to the log, or read for its count
-POLL_S = 0.1  # wait_for's step
-
-
-def wait_for(done, seconds):
-    """Polls DONE() every POLL_S until it is true (True) or SECONDS pass (False)."""
-    deadline = time.monotonic() + seconds
-    while not done():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(POLL_S)
-    return True
-
-
-def say(msg):
-    """A line of progress for the human (stderr; the record is elsewhere)."""
-    print(msg, file=sys.stderr, flush=True)
-
-
-def proc_stat(pid):
-    """(comm, fields after comm) of /proc/PID/stat, or None if it is gone.
-    fields[0] is the state, [1] ppid, [2] pgrp, [3] session, [11] utime,
-    [12] stime (clock ticks)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    return stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-
-
-def pids():
-    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
-
-
-def live(comm=None):
-    """[(pid, fields)] of the live processes (zombies excluded), only
-    those named COMM if given; fields as proc_stat gives them."""
-    out = []
-    for pid in pids():
-        st = proc_stat(pid)
-        if st and st[1][0] != "Z" and comm in (None, st[0]):
-            out.append((pid, st[1]))
-    return out
 
 
 class TracerError(Exception):
@@ -146,17 +102,13 @@ class Tracer:
         (appended) and is returned.  A failure raises TracerError with the
         command's last line of output."""
         try:
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
+            code, out = host.run(cmd, timeout=timeout, log=log, env=env)
+        except host.Timeout:
             raise TracerError(f"{cmd[0]} hung for {timeout} s")
         except OSError as e:
             raise TracerError(f"{cmd[0]}: {e.strerror}")
-        if log:
-            with open(log, "a") as f:
-                f.write("$ " + " ".join(cmd) + "\n" + p.stdout)
-        if check and p.returncode != 0:
-            last = [ln for ln in p.stdout.splitlines() if ln.strip()]
-            raise TracerError(f"{os.path.basename(cmd[0])} failed (exit {p.returncode})"
+        if check and code != 0:
+            last = [ln for ln in out.splitlines() if ln.strip()]
+            raise TracerError(f"{os.path.basename(cmd[0])} failed (exit {code})"
                               + (f": {last[-1].strip()}" if last else ""))
-        return p.stdout
+        return out

@@ -60,12 +60,13 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+import host
 from params import Param, flag01, folder, one_of
 from . import tracefs
 from .base import (LOG_TAIL, LONG_TIMEOUT_S, TOOL_TIMEOUT_S, Events, RunState, Tracer,
                    TracerError, live, wait_for)
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ROOT = host.ROOT
 STUB = os.path.join(ROOT, "build", "stap-kernel")
 SHIM = os.path.join(ROOT, "build", "memlock-shim.so")
 MODULE_FLAGS = ["-DSTP_NO_OVERLOAD"]
@@ -89,9 +90,8 @@ PREFLIGHT_SCRIPT = ('global kit_n probe begin { exit() } '
 def stap_version(prefix=()):
     """`stap --version`'s version, e.g. '4.8/0.188', or None."""
     try:
-        out = subprocess.run([*prefix, "stap", "--version"], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, timeout=TOOL_TIMEOUT_S).stdout
-    except (OSError, subprocess.TimeoutExpired):
+        out = host.run([*prefix, "stap", "--version"], timeout=TOOL_TIMEOUT_S)[1]
+    except (OSError, host.Timeout):
         return None
     m = re.search(r"version ([\w.]+/[\w.]+)", out)
     return m.group(1) if m else None
@@ -188,20 +188,17 @@ def preflight(tree, release, prefix=(), workdir=None, target=None, cache=True):
     cmd = [*prefix, "sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", workdir,
            "stap", "-p4", "-r", tree, "-m", "kit_preflight", "-e", script]
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=LONG_TIMEOUT_S, stdin=subprocess.DEVNULL)
-        why = None if p.returncode == 0 else (
-            f"SystemTap {ver} cannot build modules for kernel {release}: {first_error(p.stdout)}")
-    except subprocess.TimeoutExpired:
+        code, out = host.run(cmd, timeout=LONG_TIMEOUT_S)
+        why = None if code == 0 else (
+            f"SystemTap {ver} cannot build modules for kernel {release}: {first_error(out)}")
+    except host.Timeout:
         why = f"SystemTap {ver} did not build a module for kernel {release} in {LONG_TIMEOUT_S} s"
     finally:
         if own:
             shutil.rmtree(workdir, ignore_errors=True)
     if cache:
         known[key] = why
-        with open(PREFLIGHT_CACHE + ".tmp", "w") as f:
-            json.dump(known, f, indent=1)
-        os.replace(PREFLIGHT_CACHE + ".tmp", PREFLIGHT_CACHE)
+        host.write_json(PREFLIGHT_CACHE, known, indent=1)
     return why and why + known_fix(why)
 
 

@@ -12,6 +12,7 @@ Nothing to run: run.py uses Plan.
 import json
 import os
 
+import host
 from params import TIGHT, cpus
 
 # Guesses for a configuration this machine has not run yet: seconds a run
@@ -179,9 +180,6 @@ class Plan:
         if not write:
             return
         try:
-            tmp = self.args.timings + ".tmp"
-            with open(tmp, "w") as f:
-                json.dump(self.cache, f, indent=1, sort_keys=True)
-            os.replace(tmp, self.args.timings)
+            host.write_json(self.args.timings, self.cache, indent=1, sort_keys=True)
         except OSError:
             pass  # a cache only: the next plan guesses

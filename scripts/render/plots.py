@@ -13,7 +13,7 @@ import os
 
 import kernel
 from stats import BASELINE, config_rank
-from tables import f_ns, f_overhead, normalise, undetectable
+from render.tables import f_ns, f_overhead, normalise, undetectable
 
 PACED_FLOOR = 1e-2  # % of a CPU: where a paced plot puts overheads at or below 0
 LABEL_PX = 10  # pixels: the least distance between two line labels

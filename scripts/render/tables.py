@@ -14,7 +14,7 @@ import kernel
 from record import DEFAULT_UNIT, INSTRUCTIONS
 from stats import BASELINE
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from host import ROOT
 
 # The 2011 post (shared/seeds/003): 10M calls, one thread, stap -F.
 Y2011 = {"calls": 10_000_000, "bare_s": 0.27, "function_s": 51.82, "mark_s": 27.60,

@@ -17,7 +17,8 @@ import subprocess
 import time
 
 from tracers import tracefs
-from tracers.base import TracerError, live, say
+from host import live, say
+from tracers.base import TracerError
 
 POLL_S = 0.01  # the wait loop's sleep while a run is going
 KILL_TRIES = 100  # rounds of SIGKILL over a session before giving up

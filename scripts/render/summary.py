@@ -12,7 +12,7 @@ import configs
 import kernel
 from record import STATUSES
 from stats import BASELINE
-from tables import (Y2011_CONFIGS, f_overhead, f_rate, f_x, failure_groups, guest_head, guest_line,
+from render.tables import (Y2011_CONFIGS, f_overhead, f_rate, f_x, failure_groups, guest_head, guest_line,
                     normalise, reading, table, where, y2011)
 
 LINES, WIDTH = 60, 120
