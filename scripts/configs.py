@@ -14,8 +14,9 @@ import functools
 import os
 from dataclasses import dataclass
 
-BUILD_TABLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "src", "builds.tsv")
+from host import ROOT
+
+BUILD_TABLE = os.path.join(ROOT, "src", "builds.tsv")
 
 
 @dataclass(frozen=True)
@@ -84,11 +85,13 @@ SITES = ("sdt", "sdt-nop5", "sdt-nop10", "sdt-nop10-at1")
 PAGE_SITES = ("sdt-nop10-at1-page",)
 
 C = Config
+# The configuration every other is measured against (the first row).
+BASELINE = "baseline"
 CONFIGS = [
     # Baselines first: nothing attached.  `baseline` is what every other
     # row is measured against; the idle-* rows are each build's own cost
     # with no tracer (a marker's nop, a semaphore test, -pg's mcount calls).
-    C("baseline", "plain", "none", description="bare call, nothing in single_trace"),
+    C(BASELINE, "plain", "none", description="bare call, nothing in single_trace"),
     *[C(f"idle-{b.name}", b.name, "none", description=f"{b.description}; nothing attached")
       for b in builds().values() if b.idle and b.name != "plain"],
 

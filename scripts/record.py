@@ -1,8 +1,10 @@
-"""record.py: the one home of a run's row and of a results folder, shared
-by the runner (run.py, which writes results/<stamp>/) and the report
-(report.py, which reads it): the columns, the statuses and what each
-means, the verdict that turns what a tracer saw into a status, and the
-folder's writer (Folder) and reader (load).
+"""record.py: the row's one author, and the one home of a results
+folder, shared by the runner (measure/, which writes results/<stamp>/),
+the lab (guest/, which appends a guest's rows) and the report (render/,
+which reads them): the columns, the statuses and what each means, the
+target's record and its format, the row builders (a measured, a skipped
+and a failed run's row), the verdict that turns what a tracer saw into a
+status, and the folder's writer (Folder) and reader (load).
 
 Nothing to run; `python3 scripts/record.py` prints the statuses.
 """
@@ -67,6 +69,71 @@ MEASURED = ("ok", "dropped", "overwritten", "unverified", "mismatch", "corrupted
 # the newest, so the older ones were recorded but are not there to count.
 # It is never `ok`, which alone means every event was seen and counted.
 LOSSLESS = ("ok", "overwritten")
+
+
+# The target's record (src/benchmark.c's RECORD_FORMAT, its first field):
+# the runner takes the one line of the target's stdout that opens with it.
+TARGET_FORMAT = "kit-target-record/1"
+TARGET_RECORD_START = '{"format":'
+
+
+def target_record(text):
+    """(the target's record, None) from TEXT, the target's stdout (with
+    whatever a tracer printed there), or (None, why not)."""
+    recs = [ln for ln in text.splitlines() if ln.startswith(TARGET_RECORD_START)]
+    if len(recs) != 1:
+        return None, f"the target printed {len(recs)} records, not 1"
+    try:
+        rec = json.loads(recs[0])
+    except json.JSONDecodeError as e:
+        return None, f"the target's record is not JSON ({e})"
+    if rec.get("format") != TARGET_FORMAT:
+        return None, (f"the target's record is of format {rec.get('format')!r}, not "
+                      f"{TARGET_FORMAT!r} (a stale build? make)")
+    return rec, None
+
+
+@dataclass
+class Timing:
+    """What one run tells the runner beside its row, never written: the
+    seconds from its attach to its detach, and its slowest thread's loop
+    (None where the target did not finish)."""
+    elapsed_s: float = 0.0
+    max_thread_wall_ns: int = None
+
+
+def identity(cfg, threads, **kw):
+    """The fields that name a row's cell: CFG's, THREADS, and KW."""
+    return dict(config=cfg.name, build=cfg.build, tracer=cfg.tracer, probe=cfg.probe,
+                action=cfg.action, threads=threads, **kw)
+
+
+def skipped_row(cfg, threads, reason):
+    """A configuration that cannot run here, at THREADS: a row."""
+    return identity(cfg, threads, status="skipped", reason=reason)
+
+
+def failed_row(cfg, threads, reason, **kw):
+    """A run that did not complete (REASON): a row whose times are not used."""
+    return identity(cfg, threads, status="failed", reason=reason, **kw)
+
+
+def target_fields(rec):
+    """The columns the target's record REC fills, and its slowest
+    thread's wall time (ns, for the Timing)."""
+    pt = rec["per_thread"]
+    fields = {f"thread_{k}": join_ns(t[k] for t in pt) for k in ("wall_ns", "user_ns", "sys_ns",
+                                                                 "cpu_ns")}
+    fields.update((k, rec[k]) for k in ("wall_ns", "process_user_ns", "process_sys_ns",
+                                        "machine_busy_ns", "machine_source", "proc_stat_busy_ns"))
+    fields["corrupted"] = sum(t["corrupted"] for t in pt)
+    fields["calls"] = sum(t["calls"] for t in pt)
+    if rec["pacing"]:
+        fields["pacing"] = "{method}, batches of {batch}".format(**rec["pacing"])
+        fields["late"] = sum(t["late"] for t in pt)
+    if rec.get("fork"):  # the parent's calls before the fork were probed too
+        fields["fork_calls"], fields["fork_corrupted"] = rec["fork"]["calls"], rec["fork"]["corrupted"]
+    return fields, max(t["wall_ns"] for t in pt)
 
 
 @dataclass
@@ -187,13 +254,14 @@ class Folder:
     def skipped(self, cfg, threads, reason):
         """Configuration CFG's row at each of THREADS: skipped for REASON."""
         for n in threads:
-            self.row(config=cfg.name, build=cfg.build, tracer=cfg.tracer, probe=cfg.probe,
-                     action=cfg.action, threads=n, status="skipped", reason=reason)
+            self.write(skipped_row(cfg, n, reason))
 
-    def row(self, **kw):
-        kw.setdefault("started", now())
-        kw.setdefault("unit", self.unit)
-        self._csv.writerow({k: ("" if v is None else v) for k, v in kw.items()})
+    def write(self, row):
+        """ROW (a dict of COLUMNS) on disk before this returns."""
+        row = dict(row)
+        row.setdefault("started", now())
+        row.setdefault("unit", self.unit)
+        self._csv.writerow({k: ("" if v is None else v) for k, v in row.items()})
         self._file.flush()
         os.fsync(self._file.fileno())
 

@@ -34,7 +34,8 @@ from render import plots as plotting  # noqa: E402
 from render import summary  # noqa: E402
 from record import BadInput, load  # noqa: E402
 from record import DEFAULT_UNIT, INSTRUCTIONS, paced_rate  # noqa: E402
-from stats import BASELINE, analyse, outcomes, paced  # noqa: E402
+from configs import BASELINE  # noqa: E402
+from stats import analyse, outcomes, paced  # noqa: E402
 from render.tables import (Y2011_CONFIGS, environment, f_ns, lab_markdown, paced_markdown, skipped_failed,  # noqa
                     table, tight_markdown)
 

@@ -16,7 +16,7 @@ import configs
 import kernel
 from record import DEFAULT_UNIT, INSTRUCTIONS, LOSSLESS, MEASURED, num, paced_rate, split_ns as ints
 
-BASELINE = "baseline"
+from configs import BASELINE
 NOISY_CV = 0.10  # a cell whose per-event times vary more than this is flagged
 KEPT_PACE = 0.95  # a paced cell whose threads reached less of their rate fell behind
 # Statuses that are a finding about the probe rather than a cost to quote.

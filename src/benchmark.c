@@ -63,6 +63,9 @@
 #define TRACE_AFTER() ((void)0)
 #endif
 
+/* The record's "format" (scripts/record.py TARGET_FORMAT reads it): the
+ * runner parses a record by it, and a change of its fields changes it. */
+#define RECORD_FORMAT "kit-target-record/1"
 #define MAX_THREADS 1024
 #define MAX_ITERATIONS 1000000000000LL /* 10^12 per thread */
 #define MAX_RATE 1000000000LL /* calls per second per thread */
@@ -597,7 +600,7 @@ static void print_json(FILE *f, const struct params *p, const struct worker *w, 
 	if (getrusage(RUSAGE_SELF, &self))
 		die("benchmark: getrusage");
 	fprintf(f,
-		"{\"build\":\"%s\",\"pid\":%ld,\"threads\":%ld,\"iterations\":%lld,\"pinned\":%s,"
+		"{\"format\":\"" RECORD_FORMAT "\",\"build\":\"%s\",\"pid\":%ld,\"threads\":%ld,\"iterations\":%lld,\"pinned\":%s,"
 		"\"clock\":\"CLOCK_MONOTONIC\",\"wall_ns\":%" PRIu64 ",\"process_user_ns\":%" PRIu64
 		",\"process_sys_ns\":%" PRIu64 ",",
 		TRACE_BUILD, (long)getpid(), p->threads, p->iterations, p->pin ? "true" : "false",

@@ -21,6 +21,8 @@ from measure import paths
 import record
 import stats
 import tracers
+import params
+from measure import kit as kitmod, matrix, sizing
 
 RUN_PY = os.path.join(SCRIPTS, "run.py")
 
@@ -518,11 +520,11 @@ class Faults(StateTest):
         cfg = configs.Config("guard-off", "sdt-guarded", "ftrace", "marker-noref", "record")
         with tempfile.TemporaryDirectory() as res:
             args = runner.parse_args(["--quick", "1", "--results", res])
-            k = runner.Kit(args)
+            k = kitmod.Kit(args)
             try:
                 k.open()
                 k.sup.setup(tracers.get("ftrace"), k.log)
-                row = k.run_one(cfg, 1, 1000, 1)
+                row, _ = k.run_one(cfg, 1, 1000, 1)
             finally:
                 k.close()
         self.assertEqual(row["status"], "mismatch")
@@ -582,43 +584,40 @@ class Sizing(StateTest):
                                   *extra])
 
     def test_round2(self):
-        import run as runner
         for n, up, want in ((1, False, 1), (19999, False, 19000), (20000, False, 20000),
                             (83333.3, False, 83000), (0.4, True, 1), (7, True, 7),
                             (100, True, 100), (101, True, 110), (833333333.3, True, 840000000)):
             with self.subTest(n=n, up=up):
-                self.assertEqual(runner.round2(n, up), want)
+                self.assertEqual(sizing.round2(n, up), want)
 
     def test_size_iterations(self):
-        import run as runner
         a = self.args()
         # Traced, 5 us a call: 2 s / 5 us = 400000; 6 us: 333333, down to 330000.
-        self.assertEqual(runner.size_iterations(a, 5000, True)[0], 400000)
-        self.assertEqual(runner.size_iterations(a, 6000, True)[0], 330000)
+        self.assertEqual(sizing.size_iterations(a, 5000, True)[0], 400000)
+        self.assertEqual(sizing.size_iterations(a, 6000, True)[0], 330000)
         # Traced, 10 ms a call: 200 calls, raised to the floor (2000).
-        self.assertEqual(runner.size_iterations(a, 1e7, True)[0], runner.FLOOR_ITER)
+        self.assertEqual(sizing.size_iterations(a, 1e7, True)[0], sizing.FLOOR_ITER)
         # Traced but fast: ITER.
-        self.assertEqual(runner.size_iterations(a, 10, True), (1000000, "ITER"))
+        self.assertEqual(sizing.size_iterations(a, 10, True), (1000000, "ITER"))
         # Untraced, 1.2 ns a call: 1 s / 1.2 ns = 833333333, rounded up to 840000000.
-        it, how = runner.size_iterations(a, 1.2, False)
+        it, how = sizing.size_iterations(a, 1.2, False)
         self.assertEqual(it, 840000000)
         self.assertIn("MIN_RUN_S=1", how)
-        self.assertEqual(runner.size_iterations(self.args("--min-run-s", "0"), 1.2, False)[0],
+        self.assertEqual(sizing.size_iterations(self.args("--min-run-s", "0"), 1.2, False)[0],
                          1000000)
 
     def test_time_sliced_warm_up(self):
         """A warm-up's threads above the CPUs each fit in one time slice, so
         its wall time per call is that of one CPU; a timed run's threads
         share the CPUs: its CPU time per call times THREADS/CPUs."""
-        import run as runner
-        ncpu = runner.cpus()
-        row = {"_max_thread_wall_ns": 22000, "thread_cpu_ns": "21000;23000"}
+        ncpu = params.cpus()
+        row, t = {"thread_cpu_ns": "21000;23000"}, record.Timing(0.1, 22000)
         # 20000 calls, 1.1 ns of wall and 1.1 ns of CPU a call on average.
-        self.assertAlmostEqual(runner.wall_per_call(row, 1, 20000), 1.1)
-        self.assertAlmostEqual(runner.wall_per_call(row, 4 * ncpu, 20000), 1.1 * 4)
+        self.assertAlmostEqual(sizing.wall_per_call(row, t, 1, 20000), 1.1)
+        self.assertAlmostEqual(sizing.wall_per_call(row, t, 4 * ncpu, 20000), 1.1 * 4)
         # A traced warm-up long enough to be sliced: its own wall time wins.
-        row = {"_max_thread_wall_ns": 20000 * 5000 * 4, "thread_cpu_ns": "100000000"}
-        self.assertAlmostEqual(runner.wall_per_call(row, 4 * ncpu, 20000), 20000.0)
+        row, t = {"thread_cpu_ns": "100000000"}, record.Timing(0.1, 20000 * 5000 * 4)
+        self.assertAlmostEqual(sizing.wall_per_call(row, t, 4 * ncpu, 20000), 20000.0)
 
     def test_sized_from_earlier_runs(self):
         """WARM_UP=auto: a cell whose configuration an earlier run here
@@ -657,7 +656,7 @@ class Sizing(StateTest):
         # 2 threads were never timed: 1 thread's time (the median of this
         # run's, which ran first), scaled by how many threads share a CPU (1
         # below the CPUs).
-        share = {n: max(1, n / runner.cpus()) for n in (1, 2)}
+        share = {n: max(1, n / params.cpus()) for n in (1, 2)}
         for r in rows:
             n, traced = int(r["threads"]), r["config"] != "baseline"
             src = ("earlier runs here (TIMINGS)" if n == 1 else
@@ -667,7 +666,7 @@ class Sizing(StateTest):
                 one = sorted(max(record.split_ns(x["thread_wall_ns"])) / int(x["iterations"])
                              for x in rows if x["config"] == r["config"] and x["threads"] == "1")
                 ns = round(one[len(one) // 2], 4) * share[n] / share[1]
-            want = runner.size_iterations(a, ns, traced, src)
+            want = sizing.size_iterations(a, ns, traced, src)
             self.assertEqual((int(r["iterations"]), r["sized_by"]), want, r)
         order = [r["threads"] for r in rows if r["rep"] != "0"]
         self.assertEqual(order, sorted(order), "a thread count's runs before the next's")
@@ -677,26 +676,24 @@ class Sizing(StateTest):
             "raised to MIN_RUN_S=0.05 s by earlier runs here at 1 thread, scaled (TIMINGS)"}, set())
 
     def test_time_limit_from_the_warm_up(self):
-        import run as runner
-        k = runner.Kit(self.args())
+        k = kitmod.Kit(self.args())
         k.calib_iter = 20000
         cfg = configs.BY_NAME["ftrace-sdt"]
         k.estimate[("ftrace-sdt", 1)] = 0.5  # s for 20000 calls
-        r = runner.Run.__new__(runner.Run)
-        r.cfg, r.threads, r.iterations, r.rate = cfg, 1, 200000, runner.TIGHT
+        r = kitmod.Run.__new__(kitmod.Run)
+        r.cfg, r.threads, r.iterations, r.rate = cfg, 1, 200000, kitmod.TIGHT
         # 120 s + 10 x 0.5 s x 200000 / 20000.
         self.assertAlmostEqual(k.time_limit(r), 120 + 50)
         r.threads = 2
-        self.assertEqual(k.time_limit(r), runner.DEFAULT_TIME_LIMIT)
+        self.assertEqual(k.time_limit(r), kitmod.DEFAULT_TIME_LIMIT)
         # A paced run: 10x DURATION (3 s) plus the margin.
         r.rate = 1000
         self.assertAlmostEqual(k.time_limit(r), 120 + 10 * 3)
 
     def test_failed_warm_up_is_retried_then_falls_back(self):
-        import run as runner
 
         class Kit:
-            calib_iter = runner.WARMUP_ITER
+            calib_iter = sizing.WARMUP_ITER
             estimate = {}
 
             def __init__(self, results):
@@ -706,20 +703,20 @@ class Sizing(StateTest):
             def run_one(self, c, n, it, rep, sized_by=""):
                 self.calls.append((it, rep, sized_by))
                 status = self.results.pop(0)
-                return {"status": status, "reason": "killed by signal 6",
-                        "_max_thread_wall_ns": 5000 * it, "_elapsed": 0.1}
+                return ({"status": status, "reason": "killed by signal 6"},
+                        record.Timing(0.1, 5000 * it))
         a = self.args()
         traced, untraced = configs.BY_NAME["ftrace-sdt"], configs.BY_NAME["baseline"]
         k = Kit(["failed", "ok"])
-        it, how, _ = runner.warm_up(k, a, traced, 1, "1/1")
+        it, how, _ = matrix.warm_up(k, a, traced, 1, "1/1")
         self.assertEqual((it, k.calls[1][2]), (400000, "warm-up retry"))
         self.assertIn("retried", how)
         k = Kit(["failed", "failed"])
-        it, how, _ = runner.warm_up(k, a, traced, 1, "1/1")
-        self.assertEqual(it, runner.FLOOR_ITER)
+        it, how, _ = matrix.warm_up(k, a, traced, 1, "1/1")
+        self.assertEqual(it, sizing.FLOOR_ITER)
         self.assertIn("fallback: both warm-ups failed (killed by signal 6)", how)
         k = Kit(["failed", "failed"])
-        self.assertEqual(runner.warm_up(k, a, untraced, 1, "1/1")[0], 1000000)
+        self.assertEqual(matrix.warm_up(k, a, untraced, 1, "1/1")[0], 1000000)
 
     def test_a_sized_matrix(self):
         """A real run with warm-ups: every timed run made the calls its
@@ -742,9 +739,9 @@ class Sizing(StateTest):
         a = runner.parse_args(["--iter", "200000", "--max-run-s", "0.05", "--min-run-s", "0.05"])
         for name, traced in (("baseline", False), ("ftrace-sdt", True)):
             w = warm[name]
-            self.assertEqual((w["status"], w["iterations"]), ("ok", str(runner.WARMUP_ITER)))
-            per_call = max(record.split_ns(w["thread_wall_ns"])) / runner.WARMUP_ITER
-            want, how = runner.size_iterations(a, per_call, traced)
+            self.assertEqual((w["status"], w["iterations"]), ("ok", str(sizing.WARMUP_ITER)))
+            per_call = max(record.split_ns(w["thread_wall_ns"])) / sizing.WARMUP_ITER
+            want, how = sizing.size_iterations(a, per_call, traced)
             self.assertEqual(int(timed[name]["iterations"]), want)
             self.assertEqual(timed[name]["sized_by"], how)
             self.assertEqual(timed[name]["status"], "ok", timed[name]["reason"])
@@ -1039,15 +1036,15 @@ class WaitLoop(unittest.TestCase):
             def watch(self, run, pgid):
                 return False  # keeps looking for a tracer pid it never finds
         with tempfile.TemporaryDirectory() as res:
-            k = runner.Kit(runner.parse_args(["--quick", "1", "--results", res,
+            k = kitmod.Kit(runner.parse_args(["--quick", "1", "--results", res,
                                               "--time-limit", "2"]))
             try:
                 k.open()
                 tracer = NeverFound()
-                r = runner.Run(k, configs.BY_NAME["baseline"], tracer, 1, 1, 1)
+                r = kitmod.Run(k, configs.BY_NAME["baseline"], tracer, 1, 1, 1)
                 cpu0 = time.process_time()
                 rec, _, why = k.sup.execute(tracer, r, ["sleep", "30"], k.time_limit(r),
-                                            runner.ROOT)
+                                            ROOT)
                 cpu = time.process_time() - cpu0
             finally:
                 k.close()

@@ -15,7 +15,7 @@ import configs
 import elfinfo
 
 ALL_BUILDS = list(configs.builds())  # src/builds.tsv
-FIELDS = {"build", "pid", "threads", "iterations", "pinned", "clock", "wall_ns",
+FIELDS = {"format", "build", "pid", "threads", "iterations", "pinned", "clock", "wall_ns",
           "process_user_ns", "process_sys_ns", "rate", "pacing", "machine_busy_ns", "proc_stat_busy_ns",
           "machine_source", "uprobe_maps", "per_thread", "fork"}
 THREAD_FIELDS = {"thread", "cpu", "start_ns", "wall_ns", "user_ns", "sys_ns", "cpu_ns", "calls",

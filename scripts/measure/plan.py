@@ -149,26 +149,26 @@ class Plan:
         k = self.spent / self.planned_spent if self.planned_spent else 1.0
         return fmt_s(left_s * k)
 
-    def learn(self, rows, write=True):
-        """Updates the cache from this matrix's rows (dicts with _elapsed
-        and _max_thread_wall_ns): per configuration the seconds a run takes
+    def learn(self, done, write=True):
+        """Updates the cache from this matrix's DONE runs ((row, record.Timing)
+        pairs): per configuration the seconds a run takes
         beyond its loop, and per thread count its ns per call and how many
         timed runs it made; and writes it (WRITE: else it only serves the
         estimates and sizes of the rest of this matrix)."""
         per, runs = {}, {}
-        for r in rows:
+        for r, timing in done:
             if self.args.runs is None and (r.get("rep") or 0) >= 1 and r.get("rate") == TIGHT:
                 key = (r["config"], str(r["threads"]))
                 runs[key] = runs.get(key, 0) + 1
-            if "_max_thread_wall_ns" not in r or not r.get("iterations") or r.get("rate") != TIGHT:
+            wall = timing.max_thread_wall_ns
+            if wall is None or not r.get("iterations") or r.get("rate") != TIGHT:
                 continue
             e = per.setdefault(r["config"], {"extra": [], "ns": {}})
-            loop = r["_max_thread_wall_ns"] / 1e9
-            e["extra"].append(max(0.0, r["_elapsed"] - loop))
+            e["extra"].append(max(0.0, timing.elapsed_s - wall / 1e9))
             if r.get("rep") == 0:  # a warm-up's few calls may fit in one time slice
                 continue
             e["ns"].setdefault(str(r["threads"]), []).append(
-                r["_max_thread_wall_ns"] / r["iterations"])
+                wall / r["iterations"])
         for (name, t), n in runs.items():
             self.cache.setdefault(name, {}).setdefault("runs", {})[t] = n
         for name, e in per.items():

@@ -7,17 +7,17 @@ in uprobe_events on the kit's own target (bcc's and stapbpf's probes,
 named after their pids) is removed after each run, and swept once more
 at the end through a tracefs mount of its own if tracefs was unmounted.
 
-Nothing to run: run.py's Kit owns one Supervisor.
+Nothing to run: measure/kit.py's Kit owns one Supervisor.
 """
-import json
 import os
 import re
 import signal
 import subprocess
 import time
 
-from tracers import tracefs
+import record
 from host import live, say
+from tracers import tracefs
 from tracers.base import TracerError
 
 POLL_S = 0.01  # the wait loop's sleep while a run is going
@@ -85,10 +85,8 @@ class Supervisor:
             return None, None, f"{name} was killed by signal {-rc} ({signal.Signals(-rc).name})"
         if rc != 0:
             return None, None, f"{name} exited with status {rc}" + explain(run.log)
-        recs = [ln for ln in text.splitlines() if ln.startswith('{"build"')]
-        if len(recs) != 1:
-            return None, None, f"the target printed {len(recs)} records, not 1"
-        return json.loads(recs[0]), rusage, None
+        rec, why = record.target_record(text)
+        return rec, (rusage if rec else None), why
 
     def kill_child(self):
         """Kills the run's whole session: the command, and whatever it

@@ -12,7 +12,8 @@ import math
 import os
 
 import kernel
-from stats import BASELINE, config_rank
+from configs import BASELINE
+from stats import config_rank
 from render.tables import f_ns, f_overhead, normalise, undetectable
 
 PACED_FLOOR = 1e-2  # % of a CPU: where a paced plot puts overheads at or below 0

@@ -11,7 +11,7 @@ import os
 import configs
 import kernel
 from record import STATUSES
-from stats import BASELINE
+from configs import BASELINE
 from render.tables import (Y2011_CONFIGS, f_overhead, f_rate, f_x, failure_groups, guest_head, guest_line,
                     normalise, reading, table, where, y2011)
 

@@ -12,7 +12,7 @@ import re
 import configs
 import kernel
 from record import DEFAULT_UNIT, INSTRUCTIONS
-from stats import BASELINE
+from configs import BASELINE
 
 from host import ROOT
 

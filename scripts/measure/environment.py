@@ -1,0 +1,75 @@
+"""environment.py: what meta.json records of the machine a run measured
+on (kernel, CPU, clocksource, the tools' versions, the instruction at
+each probe site, what the kernel answers for the uprobe optimisation and
+the uretprobe syscall, the inputs), and the Debian packages a run needs
+that this machine lacks.
+
+Nothing to run: `from measure import environment`.
+"""
+import os
+import platform
+import sys
+
+import configs
+import elfinfo
+import host
+import tracers
+from host import ROOT
+from measure import paths
+from measure.kit import target_path
+from params import cpus
+
+
+def missing_packages(wanted_tracers):
+    """The Debian packages that what was asked for needs and this machine
+    lacks: the back-ends' (each says), the builds' (make says), and
+    matplotlib for the report's plots."""
+    pkgs = {p for t in wanted_tracers for p in tracers.get(t).missing().values()}
+    pkgs |= host.build_needs()
+    if not host.has_matplotlib("/usr/bin/python3"):
+        pkgs.add("python3-matplotlib")
+    return sorted(pkgs)
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def inputs(value):
+    """An input as meta.json records it (configurations by name)."""
+    if isinstance(value, list) and value and isinstance(value[0], configs.Config):
+        return [c.name for c in value]
+    return value
+
+
+def environment(args, builds):
+    cpu = None
+    for ln in (read("/proc/cpuinfo") or "").splitlines():
+        if ln.startswith("model name"):
+            cpu = ln.split(":", 1)[1].strip()
+            break
+    tools = {"cc": host.first_line([os.environ.get("CC", "cc"), "--version"])}
+    for t in tracers.BACKENDS.values():
+        tools.update((c, host.first_line([c, "--version"])) for c in t.versions)
+    tools["python"] = sys.version.split()[0]
+    sites = {}
+    for b in builds:
+        path = target_path(b)
+        if os.path.exists(path):
+            sites[b] = elfinfo.summary(os.path.relpath(path, ROOT))
+    return {
+        "host": platform.node(), "cpu_model": cpu, "cpus": cpus(),
+        "cpus_online": os.cpu_count(),
+        "kernel": platform.release(), "machine": platform.machine(),
+        "clocksource": read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        "tools": tools, "probe_sites": sites,
+        "uprobe_optimisation": dict(zip(("errno", "site", "meaning"),
+                                        paths.uprobe_optimisation())),
+        "uretprobe_syscall": dict(zip(("answer", "meaning"), paths.uretprobe_syscall())),
+        "inputs": {p.dest: inputs(getattr(args, p.dest)) for p in args.params},
+        "root": os.geteuid() == 0,
+    }

@@ -1,0 +1,226 @@
+"""kit.py: one run of the target under one configuration, start to row:
+the tracer attached (before the target, or while it holds), the target
+timed under the Supervisor, the tracer detached on every path, what it
+saw judged (record.verdict) and the row written to the results folder.
+The runner gets (row, record.Timing) back.
+
+Nothing to run: `from measure.kit import Kit`.
+"""
+import functools
+import os
+import shutil
+import tempfile
+import time
+import traceback
+
+import configs
+import record
+import tracers
+from host import BUILD, ROOT
+from measure import paths
+from measure.supervise import Supervisor
+from params import DEFAULT_TIME_LIMIT, TIGHT, TIME_LIMIT_MARGIN
+from tracers.base import TracerError
+from measure.sizing import WARMUP_ITER
+
+
+class Interrupted(Exception):
+    pass
+
+
+# The signal that interrupted the run, once one has.  The handler raises
+# Interrupted at once, but an exception raised while Python runs a
+# finaliser (a Popen's __del__, say) is printed and dropped, so the matrix
+# also checks this between runs: a signal is never lost.
+SIGNALLED = []
+
+
+def check_signalled():
+    if SIGNALLED:
+        raise Interrupted(SIGNALLED[-1])
+
+
+def target_path(build):
+    """The target of build BUILD (src/builds.tsv), where make puts it."""
+    return os.path.join(BUILD, f"benchmark-{build}")
+
+
+class Run:
+    """One execution of the target under one configuration; STATE is the
+    back-end's own per-run record (its State dataclass)."""
+
+    def __init__(self, kit, cfg, tracer, threads, iterations, rep, rate=TIGHT):
+        self.cfg, self.threads, self.iterations, self.rate = cfg, threads, iterations, rate
+        self.pin = kit.args.pin
+        self.miss = kit.args.miss
+        self.duration_ms = max(1, round(kit.args.duration * 1000))
+        self.build = target_path(cfg.build)
+        kit.serial += 1
+        self.tag = f"kit{kit.id}_{kit.serial}"
+        paced = "" if rate == TIGHT else f"-rate{rate}"
+        self.log = os.path.join(kit.folder.logs, f"{cfg.name}-t{threads}{paced}-r{rep}.log")
+        self.scratch = tempfile.mkdtemp(prefix=self.tag + "-", dir=kit.scratch)
+        self.state = tracer.State()
+        self.pids = set()  # the tracer's processes (what they leave behind is removed)
+        # A -pg build writes gmon.out when it exits: into scratch, not the tree.
+        self.env = dict(os.environ, GMON_OUT_PREFIX=os.path.join(self.scratch, "gmon.out"))
+
+    def target(self):
+        size = (["--iterations", str(self.iterations)] if self.rate == TIGHT else
+                ["--rate", str(self.rate), "--duration-ms", str(self.duration_ms)])
+        miss = min(self.miss, self.iterations) if self.rate == TIGHT else 0
+        order = {"running": ["--hold"], "fork": ["--fork", str(configs.FORK_CALLS)]}
+        return [self.build, "--threads", str(self.threads), *size, "--quiet",
+                *(["--pin"] if self.pin else []), *(["--miss", str(miss)] if miss else []),
+                *order.get(self.cfg.attach, [])]
+
+
+class Kit:
+    """The matrix's runs: each one attached, timed, judged (record.verdict)
+    and written to the results folder (record.Folder); the Supervisor
+    starts, watches and cleans up the processes."""
+
+    def __init__(self, args):
+        self.args = args
+        self.id = f"{os.getpid():x}"
+        self.serial = 0
+        self.folder = None
+        self.scratch = None
+        self.sup = Supervisor()
+        self.estimate = {}  # (config, threads): the warm-up's seconds
+        self.calib_iter = WARMUP_ITER
+
+    def open(self):
+        self.folder = record.Folder(self.args.results, unit=self.args.unit)
+        os.makedirs(BUILD, exist_ok=True)
+        self.scratch = tempfile.mkdtemp(prefix="kit-scratch-", dir=BUILD)
+        self.log = os.path.join(self.folder.logs, "kit.log")
+
+    def close(self):
+        self.sup.cleanup()
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        if self.folder:
+            self.folder.close()
+
+    def run_one(self, cfg, threads, iterations, rep, sized_by="", rate=TIGHT, judge=None):
+        """Runs the target once under cfg (paced at RATE calls/s per thread
+        for DURATION, or ITERATIONS calls in a tight loop); writes its row,
+        whose `stopped` JUDGE(row) fills (why the cell runs no more, or
+        ''), and returns (row, record.Timing)."""
+        tracer = tracers.get(cfg.tracer)
+        if rate != TIGHT:
+            iterations = max(1, rate * round(self.args.duration * 1000) // 1000)
+            sized_by = f"RATE={rate} x DURATION={self.args.duration:g} s"
+        run = Run(self, cfg, tracer, threads, iterations, rep, rate)
+        row = record.failed_row(
+            cfg, threads, "", iterations=iterations, rep=rep, sized_by=sized_by,
+            pinned=int(run.pin), rate=rate, unit=self.args.unit, attach=cfg.attach,
+            events_expected=record.expected_events(tracer.attaches, cfg.expect,
+                                                   threads * iterations))
+        timing = record.Timing()
+        t0 = time.monotonic()
+        try:
+            rec, rusage, ev, path, cmd = self.trace(tracer, run)
+            fields, timing.max_thread_wall_ns = record.target_fields(rec)
+            row.update(fields, path=path)
+            row.update(self.tracer_cpu(ev, rusage, rec, cmd[0] != run.build))
+            self.judge_run(row, tracer, run, rec, ev)
+        except TracerError as e:
+            row["reason"] = str(e)
+        except OSError as e:
+            row["reason"] = f"{e.filename or ''}: {e.strerror}".strip(": ")
+        except (Interrupted, KeyboardInterrupt) as e:
+            row["reason"] = f"interrupted by {e or 'Ctrl-C'}"
+            raise
+        except Exception as e:  # a back-end's bug must not stop the matrix
+            with open(run.log, "a") as f:
+                traceback.print_exc(file=f)
+            row["reason"] = f"internal error: {type(e).__name__}: {e} (see {run.log})"
+        finally:
+            shutil.rmtree(run.scratch, ignore_errors=True)
+            timing.elapsed_s = time.monotonic() - t0
+        if judge:
+            row["stopped"] = judge(row)
+        self.folder.write(row)
+        return row, timing
+
+    def trace(self, tracer, run):
+        """The run itself: (the target's record, its rusage, what the
+        tracer saw, the uprobe path, the command run); the tracer (and
+        the uretprobe syscall's counter, for a return probe) detached
+        whatever happens."""
+        cfg = run.cfg
+        uret = paths.UretprobeSyscalls(run) if cfg.probe == "return" else None
+        try:
+            if uret:
+                self.sup.attach(uret, run)
+            # ATTACH: "running" attaches while the started target holds
+            attach = functools.partial(self.sup.attach, tracer, run)
+            if cfg.attach != "running":
+                attach()
+            cmd = tracer.wrap(run, run.target())
+            rec, rusage, why = self.sup.execute(
+                tracer, run, cmd, self.time_limit(run), ROOT,
+                release=attach if cfg.attach == "running" else None)
+            if why:
+                raise TracerError(why)
+            ev = tracer.events(run)
+            path = uret.path() if uret else None
+        finally:
+            self.sup.detach(tracer, run)
+            if uret:
+                self.sup.detach(uret, run)
+        if tracer.uprobes and not uret:
+            path = paths.entry_path(rec["uprobe_maps"], ev.seen)
+        return rec, rusage, ev, path, cmd
+
+    @staticmethod
+    def tracer_cpu(ev, rusage, rec, wrapped):
+        """The tracer's own CPU: a daemon's, read by the back-end; else the
+        tracer's process and its children (where the target ran WRAPPED
+        under it), less the target."""
+        if ev.tracer_cpu_ns:
+            return dict(zip(("tracer_user_ns", "tracer_sys_ns"), ev.tracer_cpu_ns))
+        if rusage and wrapped:
+            return {"tracer_user_ns": max(0, int(rusage.ru_utime * 1e9) - rec["process_user_ns"]),
+                    "tracer_sys_ns": max(0, int(rusage.ru_stime * 1e9) - rec["process_sys_ns"])}
+        return {}
+
+    @staticmethod
+    def judge_run(row, tracer, run, rec, ev):
+        """ROW's events, status and reason from what the tracer saw (EV)
+        and what the target says it did (REC)."""
+        cfg = run.cfg
+        decoys = sum(t.get("decoys", 0) for t in rec["per_thread"])
+        note = ev.note + (f"; MISS: {decoys} of the calls went to kit_decoy(), which no "
+                          "probe covers" if decoys else "")
+        row.update(events_seen=ev.seen, events_dropped=ev.dropped, note=note.lstrip("; "),
+                   runtime=ev.runtime)
+        calls, planned = row["calls"], run.threads * run.iterations
+        expected = row["events_expected"]
+        if run.rate != TIGHT or rec.get("fork"):
+            # a paced thread that fell behind stops at DURATION; a forked
+            # target's parent made its calls before the fork, probed too
+            expected = row["events_expected"] = record.expected_events(
+                tracer.attaches, cfg.expect, calls + (row.get("fork_calls") or 0))
+        if calls != planned and (run.rate == TIGHT or calls > planned):
+            # the target's own sanity check
+            row["reason"] = f"the target made {calls} calls, not {planned}"
+        else:
+            row["status"], row["reason"] = record.verdict(
+                tracer.attaches, expected, ev, cfg.overwrite, row["corrupted"], calls)
+
+    def time_limit(self, run):
+        """TIME_LIMIT if given; else 10x the cell's expected time (its
+        warm-up's, or its loop as TIMINGS timed it) scaled to the run's
+        calls (a paced run: 10x DURATION), plus TIME_LIMIT_MARGIN for the
+        tracer's start and end."""
+        if self.args.time_limit:
+            return self.args.time_limit
+        if run.rate != TIGHT:
+            return TIME_LIMIT_MARGIN + 10 * self.args.duration
+        est = self.estimate.get((run.cfg.name, run.threads))
+        if est is None:
+            return DEFAULT_TIME_LIMIT
+        return TIME_LIMIT_MARGIN + 10 * est * run.iterations / max(1, self.calib_iter)

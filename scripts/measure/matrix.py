@@ -1,0 +1,268 @@
+"""matrix.py: make run's matrix: what can run here (prepare: install,
+build, each back-end's choice and availability), then every
+(configuration, threads, rate) cell, a thread count at a time, in rounds
+of a shuffled order, each cell warmed up or sized from TIMINGS and run
+until it is done (Cells: RUNS, or settled between MIN_RUNS and MAX_RUNS).
+
+Nothing to run: run.py calls prepare() and measure().
+"""
+import os
+import random
+import time
+
+import host
+import record
+import tracers
+from configs import BASELINE
+from host import say
+from measure import environment as env
+from measure.kit import check_signalled, target_path
+from measure.plan import Plan, fmt_s
+from measure.sizing import FLOOR_ITER, WARMUP_ITER, size_iterations, wall_per_call
+from params import TIGHT
+from stats import settle
+from tracers.base import TracerError
+
+
+def prepare(args, wanted):
+    """Installs, builds and checks what can run here: the skip reasons by
+    configuration, or an exit status when nothing may run."""
+    host.install("run", env.missing_packages(wanted), args.no_install)
+    if not host.make_all("run"):
+        return 1
+    # Each back-end settles how it will run (SystemTap its runtime); one
+    # that was told to run a way it cannot is an error, before anything
+    # is attached.
+    for name in wanted:
+        try:
+            line = tracers.get(name).choose(args)
+        except TracerError as e:
+            say(f"run: {e}")
+            return 2
+        if line:
+            say(f"run: {line}")
+    skip = {}
+    for cfg in args.configs:
+        t = tracers.get(cfg.tracer)
+        why = t.available() or t.skip_reason(cfg)
+        if not why and not os.path.exists(target_path(cfg.build)):
+            why = f"build/benchmark-{cfg.build} was not built (see make's message)"
+        if why:
+            skip[cfg.name] = why
+            say(f"run: skipping {cfg.name}: {why}")
+    return skip
+
+
+def measure(kit, args, wanted, skip):
+    """The results folder opened and its environment recorded, the
+    skipped rows written, each tracer set up, and the matrix run."""
+    kit.open()
+    meta = kit.folder.meta
+    say(f"run: results in {os.path.relpath(kit.folder.dir, host.ROOT)}; interleaving seed "
+        f"{args.seed} (SEED= replays the order)")
+    meta["skipped"] = skip
+    meta.update(env.environment(args, sorted({c.build for c in args.configs})))
+    meta["tracers"] = {n: line for n in wanted if (line := tracers.get(n).describe())}
+    kit.folder.write_meta()
+    for cfg in args.configs:
+        if cfg.name in skip:
+            kit.folder.skipped(cfg, args.threads, skip[cfg.name])
+    runnable = [c for c in args.configs if c.name not in skip]
+    for name in sorted({c.tracer for c in runnable}):
+        try:
+            kit.sup.setup(tracers.get(name), kit.log)
+        except TracerError as e:
+            say(f"run: {name} could not be set up: {e}")
+            for c in [c for c in runnable if c.tracer == name]:
+                for n in args.threads:
+                    kit.folder.write(record.failed_row(c, n, f"set-up failed: {e}"))
+            runnable = [c for c in runnable if c.tracer != name]
+    matrix(kit, args, runnable)
+    check_signalled()  # one that came during the last run
+    meta["finished"] = record.now()
+
+
+def warm_up(kit, args, c, n, label):
+    """Rep 0 of a cell, which also times it to size its runs: (calls per
+    thread, how they were chosen, its (row, timing) pairs).  A failed
+    warm-up is tried once more; if that fails too, a traced cell falls
+    back to the fewest calls (FLOOR_ITER, so a slow tracer cannot take
+    minutes a run) and an untraced one to ITER."""
+    traced = tracers.get(c.tracer).attaches
+    runs = []
+    for attempt in ("warm-up", "warm-up retry"):
+        say(f"[{attempt} {label}] {c.name} threads={n}")
+        row, timing = kit.run_one(c, n, kit.calib_iter, 0, sized_by=attempt)
+        runs.append((row, timing))
+        if row["status"] in record.MEASURED:
+            it, how = size_iterations(args, wall_per_call(row, timing, n, kit.calib_iter), traced)
+            kit.estimate[(c.name, n)] = timing.elapsed_s
+            return it, how + (" (retried: the first warm-up failed)"
+                              if attempt != "warm-up" else ""), runs
+    if traced:
+        return (min(args.iter, FLOOR_ITER), f"fallback: both warm-ups failed ({row['reason']})",
+                runs)
+    return args.iter, f"ITER: both warm-ups failed ({row['reason']})", runs
+
+
+class Cells:
+    """The matrix's cells and their timed rows so far, and when each is
+    done: after exactly RUNS runs where RUNS is given; else (tight-loop
+    cells) once settle() finds its interval precise enough, between
+    MIN_RUNS and MAX_RUNS runs, the baseline at a thread count running
+    for as long as any other cell there does; a paced cell runs MIN_RUNS
+    times."""
+
+    def __init__(self, args, cells):
+        self.args, self.rows, self.stopped = args, {cell: [] for cell in cells}, {}
+        self.low, self.high = ((args.runs, args.runs) if args.runs
+                               else (args.min_runs, args.max_runs))
+
+    def active(self):
+        return [cell for cell in self.rows if cell not in self.stopped]
+
+    def judge(self, cell):
+        """The run_one judge for CELL: records the row, says if it was the last."""
+        def judge(row):
+            self.rows[cell].append(row)
+            why = self.decide(cell)
+            if why:
+                self.stopped[cell] = why
+            return why
+        return judge
+
+    def decide(self, cell):
+        c, n, rate = cell
+        mine, a = self.rows[cell], self.args
+        if a.runs:
+            return f"RUNS={a.runs}" if len(mine) >= a.runs else ""
+        if rate != TIGHT:
+            return f"MIN_RUNS={a.min_runs} (a paced cell)" if len(mine) >= a.min_runs else ""
+        base = next((k for k in self.rows if k[0].name == BASELINE and k[1:] == (n, TIGHT)), None)
+        if cell == base:
+            others = [k for k in self.active() if k != cell and k[1:] == (n, TIGHT)]
+            if len(mine) >= a.min_runs and not others:
+                return (f"after {len(mine)} runs: every other cell at {n} thread{'s' * (n != 1)} "
+                        "had stopped")
+            return f"MAX_RUNS={a.max_runs} reached" if len(mine) >= a.max_runs else ""
+        done, why = settle(mine, self.rows.get(base, []), a.min_runs, a.max_runs, a.precision,
+                           a.precision_ns)
+        return why if done else ""
+
+    def left_s(self, plan, warm_ups):
+        """(fewest, most) planned seconds still to come: the WARM_UPS not
+        yet run, then each cell still active up to MIN_RUNS (fewest) or
+        MAX_RUNS (most) runs."""
+        lo = hi = sum(plan.run_s(name, n, TIGHT, warm_up=True) for name, n, _ in warm_ups)
+        for cell in self.active():
+            s, k = plan.run_s(cell[0].name, *cell[1:]), len(self.rows[cell])
+            lo += s * max(0, self.low - k)
+            hi += s * max(0, self.high - k)
+        return lo, hi
+
+
+class Matrix:
+    """One matrix's state: its cells, plan, sizes and every (row, timing)."""
+
+    def __init__(self, kit, args, runnable):
+        self.kit, self.args = kit, args
+        self.cells = [(c, n, r) for c in runnable for n in args.threads for r in args.rate]
+        self.attached = {c.name: tracers.get(c.tracer).attaches for c in runnable}
+        self.plan = Plan(args, [(c.name, n, r) for c, n, r in self.cells], self.attached.get,
+                         lambda name, n, ns: size_iterations(
+                             args, ns, self.attached[name])[0] * ns / 1e9, WARMUP_ITER)
+        self.state = Cells(args, self.cells)
+        self.warm_ups = self.plan.warm_ups()
+        self.nwarm_all, self.nwarm, self.nruns = len(self.warm_ups), 0, 0
+        self.sizing, self.runs = {}, []
+        self.shuffle = random.Random(args.seed)  # interleaved: drift hits all cells alike
+
+    def eta(self):
+        lo, hi = self.state.left_s(self.plan, self.warm_ups)
+        p = self.plan
+        return p.eta(lo) + ("" if p.eta(lo) == p.eta(hi) else f"..{p.eta(hi)}")
+
+    def presize(self, block, n):
+        """Sizes BLOCK's tight-loop cells that get no warm-up from earlier
+        runs here (TIMINGS, the nearest thread count scaled)."""
+        for c, _, r in block:
+            if r != TIGHT or (c.name, n, r) in self.warm_ups or self.args.quick:  # QUICK: ITER
+                continue
+            ns, m = self.plan.nearest(c.name, n)
+            src = "earlier runs here (TIMINGS)" if m == n else (
+                f"earlier runs here at {m} thread{'s' * (m != 1)}, scaled (TIMINGS)")
+            if ns:
+                self.sizing[(c.name, n)] = size_iterations(self.args, ns, self.attached[c.name],
+                                                           src)
+                self.kit.estimate[(c.name, n)] = self.kit.calib_iter * ns / 1e9
+            elif self.attached[c.name]:  # its warm-up failed: the fewest calls, as warm_up() does
+                self.sizing[(c.name, n)] = (min(self.args.iter, FLOOR_ITER),
+                                            "fallback: no run here has timed it")
+
+    def warm(self, block, n):
+        """BLOCK's warm-ups, each sizing its cell."""
+        for c, _, r in [cell for cell in block if (cell[0].name, n, cell[2]) in self.warm_ups]:
+            check_signalled()
+            planned = self.plan.run_s(c.name, n, TIGHT, warm_up=True)
+            self.nwarm += 1
+            label = f"{self.nwarm}/{self.nwarm_all}, ETA {self.eta()}"
+            self.warm_ups.remove((c.name, n, r))
+            t = time.monotonic()
+            it, how, runs = warm_up(self.kit, self.args, c, n, label)
+            self.plan.done(planned, time.monotonic() - t)
+            row, timing = runs[-1]
+            if row["status"] in record.MEASURED:
+                self.plan.measured(c.name, n, wall_per_call(row, timing, n, self.kit.calib_iter))
+            self.sizing[(c.name, n)] = (it, how)
+            self.runs += runs
+
+    def rounds(self, block, n):
+        """BLOCK's rounds until every cell in it is done."""
+        args, rep = self.args, 0
+        while any(cell not in self.state.stopped for cell in block):
+            rep += 1
+            order = [cell for cell in block if cell not in self.state.stopped]
+            self.shuffle.shuffle(order)
+            for k, cell in enumerate(order):
+                check_signalled()
+                c, _, r = cell
+                it, how = self.sizing.get((c.name, n), (args.iter, "ITER"))
+                extra, ns = self.plan.costs(c.name, n)
+                planned = extra + (it * ns / 1e9 if r == TIGHT else args.duration)
+                t = time.monotonic()
+                row, timing = self.kit.run_one(c, n, it, rep, sized_by=how, rate=r,
+                                               judge=self.state.judge(cell))
+                self.plan.done(planned, time.monotonic() - t)
+                self.runs.append((row, timing))
+                self.nruns += 1
+                size = f"iter={it}" if r == TIGHT else f"rate={r}/s for {args.duration:g} s"
+                tail = f"{row['status']}" + (f" ({row['reason']})" if row.get("reason") else "")
+                stop = f" [stopped: {row['stopped']}]" if row.get("stopped") else ""
+                say(f"[threads={n} round {rep}, {k + 1}/{len(order)}] {c.name} {size}: "
+                    f"{tail}{stop}  ETA {self.eta()}")
+
+
+def matrix(kit, args, runnable):
+    """Every (configuration, threads, rate) cell, a thread count at a time,
+    ascending: there, each tight-loop cell that needs one first gets a
+    warm-up that sizes it (WARM_UP; the others are sized from TIMINGS,
+    build/timings.json), then the thread count runs in rounds, each round
+    running every cell not yet done once, in a new shuffled order (drift
+    hits all cells alike, and a cell's extra runs fall in later rounds,
+    never back to back).  A cell is measured against the baseline at its
+    own thread count, so only the cells of one thread count need to share
+    the same stretch of time: a round is a thread count's cells, not the
+    whole matrix's."""
+    m = Matrix(kit, args, runnable)
+    say(m.plan.line(m.state.low, m.state.high))
+    t0 = time.monotonic()
+    kit.calib_iter = min(args.iter, WARMUP_ITER)
+    for n in args.threads:
+        block = [cell for cell in m.cells if cell[1] == n]
+        m.presize(block, n)
+        m.warm(block, n)
+        m.rounds(block, n)
+        m.plan.learn(m.runs, write=False)  # the next thread counts scale from this one
+    m.plan.learn(m.runs)
+    say(f"run: {m.nruns} runs and {len(m.runs) - m.nruns} warm-ups in "
+        f"{fmt_s(time.monotonic() - t0)}; the plan said about {fmt_s(m.plan.total)}")

@@ -1,0 +1,52 @@
+"""sizing.py: how many calls a run of a cell makes, from how long a call
+took there (a warm-up, or earlier runs here in TIMINGS): a slow traced
+cell is cut so one run takes ~MAX_RUN_S, a fast untraced one raised so it
+takes at least MIN_RUN_S, both to two significant figures.
+
+Nothing to run: `from measure import sizing`.
+"""
+import math
+
+import record
+from params import MAX_ITER, cpus
+
+WARMUP_ITER = 20000  # per thread, for the warm-up that also calibrates
+FLOOR_ITER = 2000  # the fewest calls a sized run makes
+
+
+def round2(n, up):
+    """N (> 0) rounded down (or up) to two significant figures, at least 1."""
+    scale = 10 ** max(0, len(str(int(n))) - 2)
+    return max(1, (math.ceil if up else math.floor)(n / scale) * scale)
+
+
+def size_iterations(args, ns_per_call, traced, source="the warm-up"):
+    """(calls per thread, how) for a cell whose run takes NS_PER_CALL of
+    wall time per call and thread (as SOURCE measured it): a slow (traced)
+    cell gets fewer calls so one run takes ~MAX_RUN_S (never below
+    FLOOR_ITER); a fast untraced one gets more, so one run takes at least
+    MIN_RUN_S and the VM's jitter is averaged out."""
+    if traced and args.max_run_s and ns_per_call > 0:
+        n = args.max_run_s * 1e9 / ns_per_call
+        if n < args.iter:
+            return (max(min(args.iter, FLOOR_ITER), round2(n, up=False)),
+                    f"cut to ~MAX_RUN_S={args.max_run_s:g} s by {source}")
+    if not traced and args.min_run_s and ns_per_call > 0:
+        n = args.min_run_s * 1e9 / ns_per_call
+        if n > args.iter:
+            return (min(MAX_ITER, round2(n, up=True)),
+                    f"raised to MIN_RUN_S={args.min_run_s:g} s by {source}")
+    return args.iter, "ITER"
+
+
+def wall_per_call(row, timing, threads, calls):
+    """A run's wall time per call and thread, as a longer run of the same
+    cell would see it: its slowest thread's (TIMING), or where THREADS
+    exceed the CPUs, its threads' mean CPU time (ROW) times THREADS/CPUs
+    (a short warm-up's threads each fit in one time slice, so its wall
+    time would not show the slicing a timed run gets)."""
+    wall = timing.max_thread_wall_ns / calls
+    cpu = record.split_ns(row.get("thread_cpu_ns") or "")
+    if threads > cpus() and cpu:
+        return max(wall, sum(cpu) / len(cpu) / calls * threads / cpus())
+    return wall
