@@ -7,6 +7,7 @@ NO_INSTALL=1), `make all`, and whether an interpreter has matplotlib.
 
 Nothing to run: `import host`.
 """
+import contextlib
 import json
 import os
 import shutil
@@ -22,12 +23,81 @@ POLL_S = 0.1  # wait_for's step
 
 
 def say(msg):
-    """A line of progress for the human (stderr; the record is elsewhere)."""
-    print(msg, file=sys.stderr, flush=True)
+    """A line of progress for the human (stderr; the record is elsewhere).
+    A terminal that hung up (SIGHUP) takes it with it: never an error."""
+    try:
+        print(msg, file=sys.stderr, flush=True)
+    except OSError:
+        pass
 
 
 def build_path(*parts):
     return os.path.join(BUILD, *parts)
+
+
+# -- being stopped -------------------------------------------------------------
+# The signals that stop the kit as Ctrl-C does: what was measured is kept,
+# everything attached, mounted or started is undone, and the kit exits 130.
+STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# The signals that stopped it, once one has.  The handler raises
+# Interrupted at once, unless a step that must not be cut in half runs
+# (deferred(): a tool creating what it would leak half-made, such as `perf
+# probe`, `lttng create` or apt-get); and since an exception raised while
+# Python runs a finaliser (a Popen's __del__, say) is printed and dropped,
+# the kit also checks this between steps: a signal is never lost.
+SIGNALLED = []
+_deferring = [0]
+
+
+class Interrupted(Exception):
+    """The kit was told to stop (a signal: SIGNALLED names it)."""
+
+
+def check_signalled():
+    if SIGNALLED:
+        raise Interrupted(SIGNALLED[-1])
+
+
+@contextlib.contextmanager
+def deferred():
+    """A step no signal may cut in half: one that lands meanwhile is kept
+    in SIGNALLED and raised by the next check_signalled()."""
+    _deferring[0] += 1
+    try:
+        yield
+    finally:
+        _deferring[0] -= 1
+
+
+@contextlib.contextmanager
+def stoppable():
+    """STOPS handled as Ctrl-C while the block runs: Interrupted raised
+    in it, but for deferred steps (a cleanup inside it: unstoppable())."""
+    def on_signal(signum, _frame):
+        SIGNALLED.append(signal.Signals(signum).name)
+        if not _deferring[0]:
+            raise Interrupted(SIGNALLED[-1])
+    old = {s: signal.getsignal(s) for s in STOPS}
+    for s in STOPS:
+        signal.signal(s, on_signal)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def unstoppable():
+    """The block (a cleanup) runs to its end: STOPS are ignored meanwhile."""
+    old = {s: signal.getsignal(s) for s in STOPS}
+    for s in STOPS:
+        signal.signal(s, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 # -- commands ------------------------------------------------------------------
@@ -40,17 +110,24 @@ class Timeout(Exception):
 
 
 def run(cmd, timeout=None, log=None, env=None, cwd=None, group=False, capture=True,
-        stdin=subprocess.DEVNULL):
+        stdin=subprocess.DEVNULL, stderr=True, whole=False):
     """Runs CMD (a list, never a shell string) and returns (exit status,
-    its output: stdout and stderr together, text; '' unless CAPTURE, when
-    the output goes to the kit's stderr instead).  LOG, if given, gets
+    its output: stdout and, unless not STDERR (then discarded), stderr
+    together, text; '' unless CAPTURE, when the output goes to the kit's
+    stderr instead).  LOG, if given, gets
     `$ CMD` and the output appended.  GROUP: in a process group of its own,
     which, stopped early (TIMEOUT, Ctrl-C, SIGTERM), gets SIGTERM and then
-    SIGKILL after STOP_GRACE_S; else only CMD is killed.  Past TIMEOUT:
-    Timeout, carrying the output so far.  OSError (no such program) is
-    the caller's."""
+    SIGKILL after STOP_GRACE_S; else only CMD is killed.  WHOLE: a step no
+    signal may cut in half (deferred(), in a group of its own so that the
+    terminal's signals do not reach it either).  Past TIMEOUT: Timeout,
+    carrying the output so far.  OSError (no such program) is the
+    caller's."""
+    if whole:
+        with deferred():
+            return run(cmd, timeout, log, env, cwd, True, capture, stdin, stderr)
     out = subprocess.PIPE if capture else sys.stderr
-    p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT if capture else None,
+    err = (subprocess.STDOUT if stderr else subprocess.DEVNULL) if capture else None
+    p = subprocess.Popen(cmd, stdout=out, stderr=err,
                          text=True, errors="replace", stdin=stdin, env=env, cwd=cwd,
                          start_new_session=group)
     timed_out = False
@@ -161,8 +238,8 @@ def install(who, pkgs, forbid):
         return
     say(f"{who}: installing the Debian packages it needs: {' '.join(pkgs)}")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    run(["apt-get", "update", "-qq"], env=env)
-    if run(["apt-get", "install", "-y", "-qq", *pkgs], env=env)[0] != 0:
+    run(["apt-get", "update", "-qq"], env=env, whole=True)
+    if run(["apt-get", "install", "-y", "-qq", *pkgs], env=env, whole=True)[0] != 0:
         say(f"{who}: apt-get could not install them all; what needs them will be skipped")
 
 

@@ -4,7 +4,7 @@ said before a run is read and checked against what it measured.
 The expectation follows from the kernel's answer to the uprobe syscall
 (paths.uprobe_optimisation(), recorded in meta.json "uprobe_optimisation")
 and from upstream's history, measured by this kit on 6.1, 6.12, 6.18 and
-7.2 (README, "Probe sites"):
+7.2 (docs/probe-sites.md):
 - no kernel optimises a probe on a 1-byte nop or on the `nop` before a
   10-byte nop: a trap, safe;
 - 6.18 to 7.1 (ENXIO; ba2bfc97b462 and its series) optimise a probe on a
@@ -23,7 +23,7 @@ and from upstream's history, measured by this kit on 6.1, 6.12, 6.18 and
 The orders of probe and target are configs.ATTACH's.  An answer not in
 the table has no expectation ("unknown"), never a guess.
 
-Nothing to run: stats.py and tables.py use expected() and check().
+Nothing to run: stats.py and render/sites.py use expected() and check().
 """
 
 import configs
@@ -37,7 +37,16 @@ VERDICTS = {
     "safe": "the probe fired and the canary stayed whole",
 }
 BAD = tuple(v for v in VERDICTS if v != "safe")  # what a reader must not miss
-ANSWERS = ("ENOSYS", "ENXIO", "EPROTO")
+# The uprobe syscall's answer from outside a trampoline: (the site the
+# kernel optimises, what it means).
+OPTIMISATION = {
+    "ENOSYS": ("none", "no uprobe is optimised (Linux up to 6.17): every site traps"),
+    "ENXIO": ("nop5", "a probe on a 5-byte nop is optimised into a call that writes the "
+              "red zone below %rsp (Linux 6.18 to 7.1, ba2bfc97b462): that site is UNSAFE"),
+    "EPROTO": ("nop10", "a probe on libbpf's 10-byte nop is optimised, %rsp moved past the "
+               "red zone first (Linux 7.2 and later, 554ba38456da); a 5-byte nop traps"),
+}
+ANSWERS = tuple(OPTIMISATION)
 NO_RUN = ("REFUSED", "CRASHES")  # verdicts of a site where no run completed: no path
 REFUSED_ERRNO = 524  # ENOTSUPP, the kernel's own errno, which libc has no name for
 

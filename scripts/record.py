@@ -43,18 +43,29 @@ COLUMNS = [
 # are never put in one column, plot or comparison.
 UNITS = (NS, INSTRUCTIONS) = ("ns", "instructions")
 DEFAULT_UNIT = NS
+
+
+def timed_for_real(meta):
+    """A folder's times are measurements (the host, or a guest under
+    KVM): False for a lab guest under TCG, whose clock is emulated (its
+    figures are instructions under -icount, else only counts and statuses
+    are shown), and whose figures are never drawn or set beside another's."""
+    return (meta.get("lab") or {}).get("accel", "kvm") == "kvm"
+
+
 # What a row must have for the report to read it at all.
 REQUIRED = ["config", "threads", "iterations", "rep", "status", "thread_wall_ns"]
 
 # Every status a row can have, and what it means; the order is the report's.
 STATUSES = {
     "ok": "the tracer saw exactly the events expected",
-    "dropped": "the tracer said it lost events (its own drop counter): it did not keep up",
+    "dropped": "the tracer said it lost events (its own drop counter), and what it saw and "
+               "lost add up to every event: it did not keep up",
     "overwritten": "a flight recorder whose buffer wrapped kept only the newest events, "
                    "with no gap among those it kept",
     "unverified": "the configuration cannot count its events (a configuration whose expect is 'unverifiable')",
     "mismatch": "the tracer saw a different number of events than expected, and said "
-                "nothing of a loss",
+                "nothing of a loss, or a loss that does not add up to every event",
     "corrupted": "the probe changed the program's data: calls whose red-zone sentinel was "
                  "overwritten (canary builds); whatever it counted, the site is unsafe here",
     "failed": "the run did not complete (the reason says why); its times are not used",
@@ -63,12 +74,14 @@ STATUSES = {
 # Statuses whose times are measurements (the target ran to its end).
 MEASURED = ("ok", "dropped", "overwritten", "unverified", "mismatch", "corrupted")
 # Statuses that lost no event: what "lossless" means everywhere in the kit
-# (the report's lossless limits, README).  `overwritten` is lossless in this
+# (the report's lossless limits, docs/results-format.md).  `overwritten` is lossless in this
 # sense and in no other: the flight recorder took every event (no drop
 # counter moved, no gap among those it kept) and then, by design, kept only
 # the newest, so the older ones were recorded but are not there to count.
 # It is never `ok`, which alone means every event was seen and counted.
 LOSSLESS = ("ok", "overwritten")
+# Statuses that are a finding about the probe rather than a cost to quote.
+FINDINGS = ("mismatch", "corrupted")
 
 
 # The target's record (src/benchmark.c's RECORD_FORMAT, its first field):
@@ -175,8 +188,18 @@ def verdict(attached, expected, ev, overwrite=False, corrupted=0, calls=None):
                             + (f" and {ev.dropped} lost" if ev.dropped else "")
                             + f", {ev.also[1]} {ev.also[0]}; expected {expected}")
     if ev.dropped:
-        return "dropped", (f"the tracer lost {ev.dropped} events "
-                           f"(saw {ev.seen} of {expected})")
+        # Its loss is a count that must add up: what it saw and what it
+        # says it lost are every event, or neither number can be trusted.
+        if ev.seen is not None and ev.seen + ev.dropped == expected:
+            return "dropped", (f"the tracer lost {ev.dropped} events "
+                               f"(saw {ev.seen} of {expected})")
+        total = None if ev.seen is None else ev.seen + ev.dropped
+        return "mismatch", (f"the tracer saw {ev.seen} events and said it lost {ev.dropped}: "
+                            + (f"{total} of {expected}" if total is not None else "no count")
+                            + (", more than were made" if total and total > expected else
+                               ", so some went unaccounted" if total is not None else "")
+                            + (" (its flight recorder wrapped too)" if overwrite and ev.wrapped
+                               else ""))
     if ev.seen == expected:
         return "ok", ""
     if overwrite and ev.wrapped and ev.seen is not None and 0 < ev.seen < expected:

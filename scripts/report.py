@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""report.py: the kit's report, from the command line: the answers first
-(summary.py), then the detail (tables.py) and the plots (plots.py); the
-statistics are in stats.py.
+"""report.py: the kit's report, from the command line, the door of the
+render/ wing: the answers first (render/summary.py), then the detail
+(render/tight.py, sites.py, paced.py, y2011.py, guest.py) and the plots
+(render/plots.py); the statistics are in stats.py.
 
     python3 scripts/report.py                       # results/latest
     python3 scripts/report.py results/A results/B   # side by side, B against A
+    python3 scripts/report.py results/A --guest results/B-lab/sid  # a guest's 2011 column
+    python3 scripts/report.py results/B-lab         # a lab: each suite, and summary.md
     make report RESULTS='results/A results/B'
 
 Reads each folder's runs.csv and meta.json (written by scripts/run.py)
@@ -25,33 +28,39 @@ import glob
 import json
 import os
 import shutil
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import host  # noqa: E402
 from render import plots as plotting  # noqa: E402
-from render import summary  # noqa: E402
-from record import BadInput, load  # noqa: E402
+from render import compare, summary  # noqa: E402
+from record import BadInput, load, timed_for_real  # noqa: E402
 from record import DEFAULT_UNIT, INSTRUCTIONS, paced_rate  # noqa: E402
 from configs import BASELINE  # noqa: E402
 from stats import analyse, outcomes, paced  # noqa: E402
-from render.tables import (Y2011_CONFIGS, environment, f_ns, lab_markdown, paced_markdown, skipped_failed,  # noqa
-                    table, tight_markdown)
+from render.environment import environment  # noqa: E402
+from render.formats import skipped_failed  # noqa: E402
+from render.guest import lab_markdown  # noqa: E402
+from render.paced import paced_markdown  # noqa: E402
+from render.tight import tight_markdown  # noqa: E402
+from render.y2011 import Y2011_CONFIGS  # noqa: E402
 
 # Set in the environment of a report re-run under another interpreter, so
 # it never re-runs twice.
 REEXEC = "KIT_REPORT_REEXEC"
 
 
-def guest_for(folder):
-    """The newest lab guest beside FOLDER (its results/<stamp>-lab/SUITE/)
-    whose SystemTap module runtime counted instructions at 1 thread beside
-    its baseline, for the 2011 table: {"a", "lab", "folder"}
-    (tables.guest_head), or None."""
-    top = os.path.dirname(os.path.realpath(folder))
-    for m in sorted(glob.glob(os.path.join(top, "*-lab", "*", "meta.json")), reverse=True):
-        d = os.path.dirname(m)
+def guest_for(lab):
+    """The lab guest named by LAB (a suite's folder of make lab, or a lab's
+    top folder: its first suite that qualifies) whose SystemTap module
+    runtime counted instructions at 1 thread beside its baseline, for the
+    2011 table: {"a", "lab", "folder"} (render.guest.guest_head), or None.
+    Only the folder named: a host's report never depends on what else
+    lies in results/."""
+    lab = os.path.realpath(lab)
+    named = ([lab] if os.path.exists(os.path.join(lab, "meta.json")) else
+             sorted(os.path.dirname(m) for m in glob.glob(os.path.join(lab, "*", "meta.json"))))
+    for d in named:
         try:
             rows, meta, _ = load(d)
         except (BadInput, OSError, UnicodeDecodeError, csv.Error):
@@ -60,8 +69,18 @@ def guest_for(folder):
         if meta.get("unit") == INSTRUCTIONS and any(r["config"] == BASELINE for r in one) and any(
                 r["config"] in Y2011_CONFIGS and r["runtime"] == "module" for r in one):
             return {"a": analyse(rows, meta), "lab": meta.get("lab") or {},
-                    "folder": os.path.relpath(d, os.path.dirname(top))}
+                    "folder": os.path.relpath(d, os.path.dirname(os.path.dirname(d)))}
     return None
+
+
+def lab_top(folder):
+    """If FOLDER is a make lab's top folder (results/<stamp>-lab/, a folder
+    per suite), its summary.md written and printed (render/guest.py): True."""
+    from render import guest as lab
+    suites = lab.lab_folders(folder)
+    if suites:
+        print(lab.summary(folder, suites))
+    return bool(suites)
 
 
 def markdown(a, meta, warnings, folder, p=None, rows=(), made=(), guest=None):
@@ -78,7 +97,7 @@ def markdown(a, meta, warnings, folder, p=None, rows=(), made=(), guest=None):
         lines += ["", "## Input warnings", ""] + [f"- {w}" for w in warnings]
     if lab:
         lines += lab_markdown(a, lab, env)
-        if lab.get("accel") != "kvm":  # emulated times are not shown beside anything
+        if not timed_for_real(env):  # emulated times are not shown beside anything
             return "\n".join(lines) + "\n"
     if a["cells"] or not (p and p["cells"]):
         lines += tight_markdown(a, env, guest)
@@ -99,52 +118,6 @@ def plots(a, folder, p=None):
         return [], {}
     return made, {png: {f"{c}@{t}": how for (c, t), how in cells.items()}
                   for png, cells in drawn.items()}
-
-
-# -- several folders -----------------------------------------------------------
-def half_width(c):
-    """A cell's overhead interval's half-width as a fraction of its mean,
-    or None."""
-    o = c and c.get("overhead")
-    if not o or o["lo_ns"] is None or not o["mean_ns"]:
-        return None
-    return (o["hi_ns"] - o["lo_ns"]) / 2 / abs(o["mean_ns"])
-
-
-def compare(results):
-    """A table with a column per folder, the ratio of each to the first,
-    and each one's interval half-width; and a line with the median
-    half-width per folder over the traced cells all of them measured
-    with every event seen (how precise each run was, on equal terms)."""
-    names = [os.path.basename(os.path.normpath(f)) for f, _ in results]
-    keys = []
-    for _, a in results:
-        for c in a["cells"]:
-            if (c["config"], c["threads"]) not in keys:
-                keys.append((c["config"], c["threads"]))
-    rows, widths = [], [[] for _ in results]
-    for k in keys:
-        cs = [next((c for c in a["cells"] if (c["config"], c["threads"]) == k), None)
-              for _, a in results]
-        vals = [c["overhead"]["mean_ns"] if c and c.get("overhead") else
-                c.get("median_ns") if c and k[0] == BASELINE else None for c in cs]
-        row = [k[0], k[1]] + [f_ns(v) for v in vals]
-        for v in vals[1:]:
-            row.append(f"{v / vals[0]:.2f}" if v is not None and vals[0] else "-")
-        hw = [half_width(c) for c in cs]
-        row += ["-" if h is None else f"{h:.1%}" for h in hw]
-        rows.append(row)
-        if all(h is not None and c["tracer"] != "none" and summary.quotable(c)
-               for h, c in zip(hw, cs)):
-            for w, h in zip(widths, hw):
-                w.append(h)
-    head = ["config", "threads"] + [f"{n} [ns/event]" for n in names] + \
-        [f"{n} / {names[0]}" for n in names[1:]] + [f"{n}: 95% half-width" for n in names]
-    line = (f"Median 95% half-width of the overhead over the {len(widths[0])} traced cells every "
-            "folder measured with every event seen: " + ", ".join(
-                f"{n} +-{statistics.median(w):.1%}" for n, w in zip(names, widths))
-            if widths[0] else "No traced cell was measured in every folder with every event seen.")
-    return head, rows, line
 
 
 def to_json(a, meta, warnings, p=None, drawn=None):
@@ -171,6 +144,46 @@ def _can_import_matplotlib():
         return False
 
 
+def one(folder, guest):
+    """FOLDER's report written (report.md, report.json, the plots) and its
+    answers printed; GUEST (guest_for) for its 2011 table.  (folder's
+    analysis, its unit), or None (said why) where it cannot be read."""
+    try:
+        rows, meta, warnings = load(folder)
+    except BadInput as e:
+        print(f"report: {e}", file=sys.stderr)
+        return None
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        print(f"report: {folder}: cannot read: {e}", file=sys.stderr)
+        return None
+    for w in warnings:
+        print(f"report: warning: {w}", file=sys.stderr)
+    p = paced([r for r in rows if paced_rate(r) is not None])
+    a = analyse([r for r in rows if paced_rate(r) is None], meta)
+    a.update(outcomes(rows))  # paced runs' failures and skips too
+    emulated = not timed_for_real(meta)  # make lab under TCG
+    if not a["has_baseline"] and a["cells"] and not emulated:
+        print(f"report: {folder}: no baseline rows; overheads are not computed",
+              file=sys.stderr)
+    made, drawn = ([], {}) if emulated else plots(a, folder, p)
+    beside = None if meta.get("lab") else guest
+    md = markdown(a, meta, warnings, folder, p, rows, made, beside)
+    with open(os.path.join(folder, "report.md"), "w") as f:
+        f.write(md)
+    with open(os.path.join(folder, "report.json"), "w") as f:
+        json.dump(to_json(a, meta, warnings, p, drawn), f, indent=1, sort_keys=True)
+        f.write("\n")
+    print()
+    if emulated:
+        print("\n".join(lab_markdown(a, meta["lab"], meta)))
+    else:
+        print("\n".join(summary.answers(a, p, rows, meta, folder, made, terminal=True,
+                                         guest=beside)))
+    print(f"\nreport: wrote {summary.shown(os.path.join(folder, 'report.md'))}, report.json"
+          + (f" and {len(made)} plots (drawn by {sys.executable})" if made else ""))
+    return a, meta.get("unit") or DEFAULT_UNIT
+
+
 def main(argv):
     if not os.environ.get(REEXEC) and not _can_import_matplotlib():
         py = plotting_python()
@@ -179,66 +192,38 @@ def main(argv):
                   "which has matplotlib", file=sys.stderr, flush=True)
             os.execve(py, [py, os.path.abspath(__file__), *argv],
                       dict(os.environ, **{REEXEC: "1"}))
-    folders = argv or [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                                    "results", "latest")]
-    results, units, status = [], {}, 0
-    for folder in folders:
-        try:
-            rows, meta, warnings = load(folder)
-        except BadInput as e:
-            print(f"report: {e}", file=sys.stderr)
-            status = 1
-            continue
-        except (OSError, UnicodeDecodeError, csv.Error) as e:
-            print(f"report: {folder}: cannot read: {e}", file=sys.stderr)
-            status = 1
-            continue
-        for w in warnings:
-            print(f"report: warning: {w}", file=sys.stderr)
-        p = paced([r for r in rows if paced_rate(r) is not None])
-        a = analyse([r for r in rows if paced_rate(r) is None], meta)
-        a.update(outcomes(rows))  # paced runs' failures and skips too
-        emulated = (meta.get("lab") or {}).get("accel", "kvm") != "kvm"  # make lab under TCG
-        if not a["has_baseline"] and a["cells"] and not emulated:
-            print(f"report: {folder}: no baseline rows; overheads are not computed",
+    folders, lab = list(argv), None
+    if "--guest" in folders:
+        i = folders.index("--guest")
+        if i + 1 == len(folders) or not os.path.isdir(folders[i + 1]):
+            print("report: --guest wants a folder of make lab (results/<stamp>-lab/SUITE)",
                   file=sys.stderr)
-        results.append((folder, a))
-        units[folder] = meta.get("unit") or DEFAULT_UNIT
-        made, drawn = ([], {}) if emulated else plots(a, folder, p)
-        guest = None if meta.get("lab") else guest_for(folder)
-        md = markdown(a, meta, warnings, folder, p, rows, made, guest)
-        with open(os.path.join(folder, "report.md"), "w") as f:
-            f.write(md)
-        with open(os.path.join(folder, "report.json"), "w") as f:
-            json.dump(to_json(a, meta, warnings, p, drawn), f, indent=1, sort_keys=True)
-            f.write("\n")
-        print()
-        if emulated:
-            print("\n".join(lab_markdown(a, meta["lab"], meta)))
-        else:
-            print("\n".join(summary.answers(a, p, rows, meta, folder, made, terminal=True,
-                                             guest=guest)))
-        print(f"\nreport: wrote {summary.shown(os.path.join(folder, 'report.md'))}, report.json"
-              + (f" and {len(made)} plots (drawn by {sys.executable})" if made else ""))
+            return 2
+        lab = folders.pop(i + 1)
+        folders.pop(i)
+    folders = folders or [os.path.join(host.ROOT, "results", "latest")]
+    guest = guest_for(lab) if lab else None
+    if lab and not guest:
+        print(f"report: {lab}: no lab guest there counted SystemTap's module runtime in "
+              "instructions at 1 thread beside its baseline; no guest column", file=sys.stderr)
+    results, units, status, labs = [], {}, 0, 0
+    for folder in folders:
+        if lab_top(folder):
+            labs += 1
+            continue
+        got = one(folder, guest)
+        if got is None:
+            status = 1
+            continue
+        results.append((folder, got[0]))
+        units[folder] = got[1]
     if len(set(units.values())) > 1:  # host ns and guest instructions never meet
         print("report: the folders count in different units ("
               + ", ".join(f"{os.path.basename(os.path.normpath(f))}: {u}" for f, u in units.items())
               + "): each has its report, and none is compared with another", file=sys.stderr)
     elif len(results) > 1:
-        head, rows, line = compare(results)
-        out = os.path.join(os.path.dirname(os.path.normpath(results[0][0])), "compare-" + "-".join(
-            os.path.basename(os.path.normpath(f)) for f, _ in results))
-        os.makedirs(out, exist_ok=True)
-        text = ("# Comparison: overhead per event [ns/event] (baseline: its median), "
-                "and each folder against the first\n\n" + table(head, rows) + "\n\n" + line + "\n")
-        with open(os.path.join(out, "report.md"), "w") as f:
-            f.write(text)
-        with open(os.path.join(out, "report.json"), "w") as f:
-            json.dump({"folders": [f for f, _ in results], "head": head, "rows": rows}, f,
-                      indent=1)
-        print("\n" + text)
-        print(f"report: wrote {out}/report.md")
-    if not results:
+        compare.write(results)
+    if not results and not labs:
         return 1
     return status
 

@@ -14,7 +14,6 @@ LTTng-UST run without it).  Input is checked before anything is installed, built
 Human progress goes to stderr; the machine record is runs.csv.
 """
 import os
-import signal
 import subprocess
 import sys
 
@@ -24,13 +23,10 @@ sys.path.insert(0, HERE)
 import configs  # noqa: E402
 import params  # noqa: E402
 import tracers  # noqa: E402
-from host import say  # noqa: E402
+import host  # noqa: E402
+from host import Interrupted, say  # noqa: E402
 from measure import matrix  # noqa: E402
-from measure.kit import SIGNALLED, Interrupted, Kit  # noqa: E402
-
-# The signals that stop a run as Ctrl-C does: the rows so far are kept and
-# everything attached is undone.
-STOPS = (signal.SIGINT, signal.SIGTERM)
+from measure.kit import Kit  # noqa: E402
 
 
 def parse_args(argv):
@@ -48,29 +44,22 @@ def main(argv=None):
         return 0
     wanted = sorted({c.tracer for c in args.configs if tracers.get(c.tracer).attaches})
     kit = Kit(args)
-    old = {s: signal.getsignal(s) for s in STOPS}
-
-    def on_signal(signum, _frame):
-        SIGNALLED.append(signal.Signals(signum).name)
-        raise Interrupted(SIGNALLED[-1])
-    for s in old:
-        signal.signal(s, on_signal)
-    try:
-        skip = matrix.prepare(args, wanted)
-        if isinstance(skip, int):
-            return skip
-        matrix.measure(kit, args, wanted, skip)
-    except Interrupted as e:
-        say(f"\nrun: interrupted by {e}; cleaning up (rows so far are kept)")
-        if kit.folder:
-            kit.folder.meta["interrupted"] = str(e)
-        return 130
-    finally:
-        for s in old:
-            signal.signal(s, signal.SIG_IGN)  # cleanup runs to its end
-        kit.close()
-        for s, h in old.items():
-            signal.signal(s, h)
+    # SIGINT, SIGTERM and SIGHUP alike (host.STOPS): the rows so far kept,
+    # everything attached undone, and the cleanup run to its end.
+    with host.stoppable():
+        try:
+            skip = matrix.prepare(args, wanted)
+            if isinstance(skip, int):
+                return skip
+            matrix.measure(kit, args, wanted, skip)
+        except Interrupted as e:
+            say(f"\nrun: interrupted by {e}; cleaning up (rows so far are kept)")
+            if kit.folder:
+                kit.folder.meta["interrupted"] = str(e)
+            return 130
+        finally:
+            with host.unstoppable():
+                kit.close()
     if not args.no_report and os.path.exists(os.path.join(HERE, "report.py")):
         subprocess.run([sys.executable, os.path.join(HERE, "report.py"), kit.folder.dir])
     return 0

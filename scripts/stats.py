@@ -1,10 +1,11 @@
-"""stats.py: the kit's statistics, apart from how they are shown
-(report.py renders them).  Per (configuration, thread count) cell: the
-per-event times of each thread's loop, their median/mean/min, sd and cv;
-the overhead against the baseline with a 95% interval (paired t over
-interleaved repetitions in ns, else Welch's t: always in instructions) and the slowdown from the same
-test on the logarithms; the tracer's steady-state CPU per event; the
-event check; scaling with threads.  Worked by hand in tests/test_report.py.
+"""stats.py: the kit's statistics, apart from how render/ shows them (one
+file of some 460 lines on purpose: every statistic is read in one place).
+Per (configuration, thread count) cell: the per-event times of each
+thread's loop, their median/mean/min, sd and cv; the overhead against the
+baseline with a 95% interval (paired t over interleaved repetitions in
+ns, else Welch's t: always in instructions) and the slowdown from the
+same test on the logarithms; the tracer's steady-state CPU per event; the
+event check; scaling with threads.  Worked by hand in tests/test_stats.py.
 
 Nothing to run: `import stats`.
 """
@@ -14,13 +15,11 @@ import statistics
 
 import configs
 import kernel
-from record import DEFAULT_UNIT, INSTRUCTIONS, LOSSLESS, MEASURED, num, paced_rate, split_ns as ints
+from record import DEFAULT_UNIT, FINDINGS, INSTRUCTIONS, LOSSLESS, MEASURED, num, paced_rate, split_ns as ints
 
 from configs import BASELINE
 NOISY_CV = 0.10  # a cell whose per-event times vary more than this is flagged
 KEPT_PACE = 0.95  # a paced cell whose threads reached less of their rate fell behind
-# Statuses that are a finding about the probe rather than a cost to quote.
-VERDICTS = {"mismatch", "corrupted"}
 
 # Two-sided 95% critical values of Student's t, by degrees of freedom.
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
@@ -151,7 +150,7 @@ def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns):
     if not measured:
         return True, f"none of {n} runs measured anything"
     verdicts = {r["status"] for r in measured}
-    if verdicts <= VERDICTS and len(measured) == n:
+    if verdicts <= set(FINDINGS) and len(measured) == n:
         return True, f"{'/'.join(sorted(verdicts))} in all {n} runs: a verdict, not a cost"
     cell = cell_stats(measured)
     if base and rows is not base_rows:
@@ -196,6 +195,9 @@ def tracer_steady(warmups, runs):
 
 
 def analyse(rows, meta):
+    """(A cell's every field is set here, so a reader sees the cell whole.)
+    The analysis of one folder's tight-loop ROWS: {"cells": [...], the
+    outcomes, "has_baseline", "cpus", "sites"}."""
     ncpu = (meta or {}).get("cpus") or os.cpu_count() or 1
     cells, order = {}, []
     for r in rows:

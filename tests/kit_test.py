@@ -1,12 +1,17 @@
-"""kit_test.py: what the tests share: paths, running the kit's programs,
-and a snapshot of the machine's tracing state to compare before/after."""
+"""kit_test.py: what the tests share: paths, running the kit's programs
+(the runner, alone or killed mid-run; the report on fixture folders), and
+a snapshot of the machine's tracing state to compare before/after."""
 import atexit
+import ctypes
+import csv
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -24,6 +29,12 @@ def build(name):
 # that would be skipped for want of one is a failure there: a green CI
 # means every tracer ran.
 IN_CI = os.environ.get("CI") == "true"
+
+# The suite is the subreaper of all it starts: a process a run orphaned
+# (a daemon, a tracer's stray child) is re-parented here, not to init, so
+# the state checks find it among this process's descendants.
+PR_SET_CHILD_SUBREAPER = 36
+ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 # The runs the tests make keep their timings (TIMINGS, which the plan and
 # WARM_UP=auto read) in a file of the suite's own, not in the checkout's
@@ -94,10 +105,10 @@ def tracing_state():
     if shutil.which("lttng"):
         r = run(["lttng", "list"])
         s["lttng sessions"] = r.stdout if r.returncode == 0 else "(no session daemon)"
-    # Live processes only: a zombie is on its way out (init reaps it).
-    ps = [ln.split(None, 1) for ln in run(["ps", "-eo", "stat=,comm="]).stdout.splitlines()]
-    ps = [comm.strip() for stat, comm in ps if not stat.startswith("Z")]
-    s["processes"] = sorted(p for p in ps if p in (
+    # The tracers' and targets' processes below this one (the suite is
+    # their subreaper, so what a run orphaned is still below it), live
+    # ones only: what others run on the machine is not the kit's to judge.
+    s["processes"] = sorted(p for p in descendants(os.getpid()).values() if p in (
         "stapbpf", "staprun", "stapio", "stap", "bpftrace", "perf", "uftrace",
         "lttng-sessiond", "lttng-consumerd") or p.startswith("benchmark-"))
     s["modules"] = sorted(os.path.basename(p) for p in glob.glob("/sys/module/kit*"))
@@ -114,3 +125,115 @@ class StateTest(unittest.TestCase):
     def tearDown(self):
         self.assertEqual(self._state, tracing_state(),
                          "the tracing state changed: something was left behind")
+
+
+# -- the runner, as make run starts it ------------------------------------------
+RUN_PY = os.path.join(SCRIPTS, "run.py")
+
+
+def kit(args, results, **kw):
+    return run(["python3", RUN_PY, "--no-install", "1", "--no-report", "--results", results,
+                *args], **kw)
+
+
+def rows_of(results):
+    folders = [d for d in glob.glob(os.path.join(results, "2*")) if os.path.isdir(d)]
+    assert len(folders) == 1, folders
+    with open(os.path.join(folders[0], "runs.csv"), newline="") as f:
+        return list(csv.DictReader(f)), folders[0]
+
+
+def start_kit(args, results, session=False):
+    """The runner started, its output piped; SESSION: in a session (and
+    process group) of its own, as a terminal starts a command."""
+    return subprocess.Popen(["python3", RUN_PY, "--no-install", "1", "--no-report",
+                             "--results", results, *args], cwd=ROOT, start_new_session=session,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for(pred, timeout=60):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def descendants(root):
+    """{pid: name} of the live processes below ROOT, a process the test
+    started: a test acts only on what it started, never on a name
+    machine-wide."""
+    import host
+    kids = {}
+    for pid, fields in host.live():
+        kids.setdefault(int(fields[1]), []).append(pid)
+    out, todo = {}, [root]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            st = host.proc_stat(c)
+            if st:
+                out[c] = st[0]
+                todo.append(c)
+    return out
+
+
+def pids_of(name, root):
+    """The pids of ROOT's descendants named NAME (as /proc's comm says it)."""
+    return [pid for pid, comm in descendants(root).items() if comm == name]
+
+
+def kill_during(tc, args, res, victims, what):
+    """Starts the kit with ARGS, waits until VICTIMS() names pids (WHAT
+    says what is awaited), SIGKILLs them, and returns the rows once the
+    kit has ended (which it must do with status 0) and the pids killed."""
+    p = start_kit(args, res)
+    killed = []
+
+    def seen():  # the pids killed are the ones found, not a second look's
+        killed[:] = victims(p.pid) or []
+        return bool(killed)
+    try:
+        tc.assertTrue(wait_for(seen, 120), f"{what} never appeared")
+        for pid in killed:
+            os.kill(int(pid), signal.SIGKILL)
+        out, _ = p.communicate(timeout=300)
+    finally:
+        p.kill()
+    tc.assertEqual(p.returncode, 0, out[-2000:])
+    return rows_of(res)[0], {int(k) for k in killed}
+
+
+STAPBPF_ABORT = "stapbpf exited with signal: 6 (Aborted)"  # (test_stap says more)
+
+
+# -- the report, on fixture folders ---------------------------------------------
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "report")
+
+
+EXAMPLE = os.path.join(ROOT, "docs", "example")
+
+
+REPORT_PY = os.path.join(SCRIPTS, "report.py")
+
+
+def fixture(name, tmp):
+    dst = os.path.join(tmp, name)
+    shutil.copytree(os.path.join(FIXTURES, name), dst)
+    for f in ("expected-report.md",):
+        if os.path.exists(os.path.join(dst, f)):
+            os.unlink(os.path.join(dst, f))
+    return dst
+
+
+def golden(md):
+    """report.md as its golden file has it: the line linking the plots
+    (there only where matplotlib drew them) left out."""
+    return "".join(ln for ln in md.splitlines(True) if not ln.startswith("Plots: ["))
+
+
+def cells(folder):
+    import report
+    rows, meta, _ = report.load(folder)
+    a = report.analyse(rows, meta)
+    return {(c["config"], c["threads"]): c for c in a["cells"]}, a

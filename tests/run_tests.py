@@ -2,7 +2,7 @@
 """run_tests.py: the kit's test suite (what `make test` runs).
 
     make test                  # everything
-    make test TESTS=report     # the tests whose module or name holds 'report'
+    make test TESTS=render     # the tests whose module or name holds 'render'
 
 Runs tests/test_*.py with unittest and ends with one line
 `N passed, N failed, N skipped`.  A test that needs something this

@@ -6,8 +6,10 @@ time on a machine (mmdebstrap); the root file system is cached in
 build/lab/ after that."""
 import csv
 import glob
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,12 +19,15 @@ import unittest
 
 from kit_test import ROOT, SCRIPTS, need_root, run, unavailable
 import configs
-import lab
+import host
 import record
 import report
+from guest import common, shares, suite
+from guest import qemu as guest_qemu
+from guest.init import LAB_RUNS, QUICK_ITER
+from render import guest as render_lab
 
 LAB_PY = os.path.join(SCRIPTS, "lab.py")
-QUICK_ITER, LAB_RUNS = lab.QUICK_ITER, lab.LAB_RUNS
 
 
 def lab_state():
@@ -80,7 +85,7 @@ class Tables(unittest.TestCase):
                                             "*-lab", "*")))
 
     def test_kernels_table(self):
-        lines = "\n".join(lab.kernels_table(self.FOLDERS)).splitlines()
+        lines = "\n".join(render_lab.kernels_table(self.FOLDERS)).splitlines()
         rows = [[x.strip() for x in ln.strip("|").split("|")] for ln in lines
                 if ln.startswith(("| stap", "| ftrace"))]
         self.assertEqual(rows, [
@@ -97,7 +102,7 @@ class Tables(unittest.TestCase):
 
     def test_2011_in_instructions(self):
         with tempfile.TemporaryDirectory() as top:
-            lab.summary(top, self.FOLDERS)
+            render_lab.summary(top, self.FOLDERS)
             with open(os.path.join(top, "summary.md")) as f:
                 md = f.read()
         # the 2011 seconds beside the guests' instructions, one column each
@@ -109,6 +114,30 @@ class Tables(unittest.TestCase):
         self.assertIn("module runtime, sid guest 7.2.13 [instructions/event]", md)
         self.assertRegex(md, r"\| trixie \| 6.12.117\+deb13-amd64 \| 5.1/0.193, module runtime \| "
                              r"tcg +\| \[1\] +\| 3 ok, 1 skipped")
+
+    def test_report_writes_the_summary(self):
+        """report.py, given a lab's top folder, writes its summary.md (the
+        suites in the order the lab ran them: their meta.json "started")
+        and prints it, as the lab has it do."""
+        with tempfile.TemporaryDirectory() as d:
+            top = os.path.join(d, "20261201T000000Z-lab")
+            shutil.copytree(os.path.dirname(self.FOLDERS[0]), top)
+            for name, started in (("sid", "2026-12-01T00:10:00+00:00"),
+                                  ("trixie", "2026-12-01T00:00:00+00:00")):
+                meta = os.path.join(top, name, "meta.json")
+                with open(meta) as f:
+                    m = json.load(f)
+                host.write_json(meta, dict(m, started=started))
+            folders = render_lab.lab_folders(top)
+            self.assertEqual([os.path.basename(x) for x in folders], ["trixie", "sid"])
+            self.assertEqual(render_lab.lab_folders(folders[0]), [])  # a suite's own folder
+            r = run([sys.executable, os.path.join(SCRIPTS, "report.py"), top])
+            with open(os.path.join(top, "summary.md")) as f:
+                md = f.read()
+            want = render_lab.summary(os.path.join(d, "again"), folders)
+        self.assertEqual(md, want)
+        self.assertIn(md, r.stdout)
+        self.assertLess(md.index("| trixie "), md.index("| sid "))
 
 
 class Shares(unittest.TestCase):
@@ -127,21 +156,21 @@ class Shares(unittest.TestCase):
         # then the least cost: store -> 2 (0.5 vs 0), count -> 1 (0.5 vs 9),
         # stap-mark -> 1 (8.5 vs 9), ftrace-sdt -> 2 (10.5 vs 9),
         # ftrace-function -> 1 (no ftrace there yet)
-        self.assertEqual(self.names(lab.shares(cfgs, 2, lambda c: cost.get(c.name, 0))), [
+        self.assertEqual(self.names(shares.shares(cfgs, 2, lambda c: cost.get(c.name, 0))), [
             ["baseline", "idle-sdt", "ftrace-function", "bpftrace-function-count", "stap-mark"],
             ["baseline", "ftrace-sdt", "bpftrace-function-store"]])
         # one guest: all of them, in their order
-        self.assertEqual(self.names(lab.shares(cfgs, 1)), [[c.name for c in cfgs]])
+        self.assertEqual(self.names(shares.shares(cfgs, 1)), [[c.name for c in cfgs]])
 
     def test_no_more_guests_than_shares(self):
         """The idle configurations are one share, each traced one another."""
-        quick = [configs.BY_NAME[n] for n in lab.QUICK_CONFIGS]
-        self.assertEqual(self.names(lab.shares(quick, 8)),
+        quick = [configs.BY_NAME[n] for n in suite.QUICK_CONFIGS]
+        self.assertEqual(self.names(shares.shares(quick, 8)),
                          [["baseline", "stap-mark"], ["baseline", "stap-mark-alibi"]])
         idle = [configs.BY_NAME[n] for n in ("baseline", "idle-sdt", "stap-mark-empty")]
-        self.assertEqual(self.names(lab.shares(idle, 4)),
+        self.assertEqual(self.names(shares.shares(idle, 4)),
                          [["baseline", "idle-sdt"], ["baseline", "stap-mark-empty"]])
-        self.assertEqual(self.names(lab.shares(idle[:2], 4)), [["baseline", "idle-sdt"]])
+        self.assertEqual(self.names(shares.shares(idle[:2], 4)), [["baseline", "idle-sdt"]])
 
 
 class KvmVerdict(unittest.TestCase):
@@ -149,19 +178,20 @@ class KvmVerdict(unittest.TestCase):
         """KVM's failure is kept (build/lab/kvm.json) for the host it was
         found on, so the next lab does not spend BOOT_S finding it again;
         on another kernel, CPU or qemu it is tried anew."""
-        old = lab.KVM_VERDICT
+        old = guest_qemu.KVM_VERDICT
         with tempfile.TemporaryDirectory() as d:
-            lab.KVM_VERDICT = os.path.join(d, "kvm.json")
+            guest_qemu.KVM_VERDICT = os.path.join(d, "kvm.json")
             try:
-                self.assertIsNone(lab.kvm_known())  # never tried
-                host.write_json(lab.KVM_VERDICT, {"host": lab.kvm_host(), "why": "no BIOS"})
-                self.assertRegex(lab.kvm_known(), r"^no BIOS; found by a lab before on this "
+                self.assertIsNone(guest_qemu.kvm_known())  # never tried
+                host.write_json(guest_qemu.KVM_VERDICT,
+                                {"host": guest_qemu.kvm_host(), "why": "no BIOS"})
+                self.assertRegex(guest_qemu.kvm_known(), r"^no BIOS; found by a lab before on this "
                                  r"host \(.*kvm\.json, removed by make clean; ACCEL=kvm tries")
-                host.write_json(lab.KVM_VERDICT, {"host": ["another", "host", "qemu"],
-                                                    "why": "no BIOS"})
-                self.assertIsNone(lab.kvm_known())
+                host.write_json(guest_qemu.KVM_VERDICT, {"host": ["another", "host", "qemu"],
+                                                         "why": "no BIOS"})
+                self.assertIsNone(guest_qemu.kvm_known())
             finally:
-                lab.KVM_VERDICT = old
+                guest_qemu.KVM_VERDICT = old
 
 
 class Quick(unittest.TestCase):
@@ -241,7 +271,7 @@ class Quick(unittest.TestCase):
             if (meta["lab"].get("preflight") or "").startswith("lab: "):
                 unavailable(self, meta["lab"]["preflight"])
         marks = [x for x in rows if x["config"] == "stap-mark"]
-        self.assertEqual(len(marks), 2 * lab.LAB_RUNS)  # THREADS=1..2
+        self.assertEqual(len(marks), 2 * LAB_RUNS)  # THREADS=1..2
         for x in marks:
             n = int(x["threads"])
             self.assertEqual((x["status"], x["runtime"], int(x["events_seen"])),
@@ -421,7 +451,7 @@ class Faults(unittest.TestCase):
         self.assertIn((first, 1), done)
         skipped = [((x["config"], x["threads"]), x["reason"]) for x in rows
                    if x["status"] == "skipped"]
-        cells = {(c, n) for c in cfgs for n in lab.LAB_THREADS}
+        cells = {(c, n) for c in cfgs for n in common.LAB_THREADS}
         self.assertEqual(sorted(k for k, _ in skipped), sorted(cells - done))
         self.assertTrue(skipped, "the guest finished before it was stopped")
         self.assertEqual({w for _, w in skipped}, {f"lab: {why}: not run"})
@@ -435,7 +465,7 @@ class Faults(unittest.TestCase):
 
         def kill_qemu(_lab):
             subprocess.run(["pkill", "-KILL", "-f", "qemu-system.*" + re.escape(
-                os.path.join(lab.LAB_DIR, "sid", "disk.img"))])
+                os.path.join(common.LAB_DIR, "sid", "disk.img"))])
         with tempfile.TemporaryDirectory() as res:
             rc, err, rows, meta, first = self.interrupt_mid_run(res, kill_qemu)
         why = "the guest (tcg) stopped before it finished: qemu was killed by signal 9"

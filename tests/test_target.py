@@ -180,25 +180,6 @@ class Notes(unittest.TestCase):
                 self.assertEqual(offset, want, "the loop's call is elsewhere than plain's")
 
 
-class Inputs(unittest.TestCase):
-    def test_bad_inputs(self):
-        with open(os.path.join(EXPECTED, "bad-inputs.txt")) as f:
-            cases = [ln.rstrip("\n").split(" | ") for ln in f
-                     if ln.strip() and not ln.startswith("#")]
-        self.assertGreater(len(cases), 10)
-        for args, message in cases:
-            with self.subTest(args=args):
-                r = run([build("plain"), *args.split()])
-                self.assertEqual(r.returncode, 2, r.stderr)
-                self.assertIn(message, r.stderr)
-                self.assertEqual(r.stdout, "", "a refused run printed a record")
-
-    def test_help(self):
-        r = run([build("plain"), "--help"])
-        self.assertEqual(r.returncode, 0)
-        self.assertIn("--threads N", r.stdout)
-
-
 class Orders(unittest.TestCase):
     """--hold and --fork, the orders of probe and target (configs.ATTACH)."""
 

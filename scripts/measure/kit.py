@@ -16,28 +16,12 @@ import traceback
 import configs
 import record
 import tracers
-from host import BUILD, ROOT
+from host import BUILD, ROOT, Interrupted
 from measure import paths
 from measure.supervise import Supervisor
 from params import DEFAULT_TIME_LIMIT, TIGHT, TIME_LIMIT_MARGIN
 from tracers.base import TracerError
 from measure.sizing import WARMUP_ITER
-
-
-class Interrupted(Exception):
-    pass
-
-
-# The signal that interrupted the run, once one has.  The handler raises
-# Interrupted at once, but an exception raised while Python runs a
-# finaliser (a Popen's __del__, say) is printed and dropped, so the matrix
-# also checks this between runs: a signal is never lost.
-SIGNALLED = []
-
-
-def check_signalled():
-    if SIGNALLED:
-        raise Interrupted(SIGNALLED[-1])
 
 
 def target_path(build):

@@ -16,7 +16,8 @@ import tracers
 from configs import BASELINE
 from host import say
 from measure import environment as env
-from measure.kit import check_signalled, target_path
+from host import check_signalled
+from measure.kit import target_path
 from measure.plan import Plan, fmt_s
 from measure.sizing import FLOOR_ITER, WARMUP_ITER, size_iterations, wall_per_call
 from params import TIGHT

@@ -23,6 +23,7 @@ import errno
 import os
 import platform
 
+import kernel
 from tracers import tracefs
 from tracers.base import TracerError
 
@@ -32,21 +33,10 @@ URETPROBE_EVENT = "syscalls/sys_enter_uretprobe"
 
 
 UPROBE_SYSCALL = {"x86_64": 336}
-# The uprobe syscall's answer from outside a trampoline: (the site the
-# kernel optimises, what it means).
-OPTIMISATION = {
-    "ENOSYS": ("none", "no uprobe is optimised (Linux up to 6.17): every site traps"),
-    "ENXIO": ("nop5", "a probe on a 5-byte nop is optimised into a call that writes the "
-              "red zone below %rsp (Linux 6.18 to 7.1, ba2bfc97b462): that site is UNSAFE"),
-    "EPROTO": ("nop10", "a probe on libbpf's 10-byte nop is optimised, %rsp moved past the "
-               "red zone first (Linux 7.2 and later, 554ba38456da); a 5-byte nop traps"),
-}
-
-
 def uprobe_optimisation():
     """(errno name, site optimised, meaning) from the kernel's answer to
     the uprobe syscall; ("unknown", None, why) for an answer not in
-    OPTIMISATION, never a guess."""
+    kernel.OPTIMISATION, never a guess."""
     nr = UPROBE_SYSCALL.get(platform.machine())
     if nr is None:
         return "unknown", None, f"no uprobe syscall is known on {platform.machine()}"
@@ -56,8 +46,8 @@ def uprobe_optimisation():
     r = libc.syscall(ctypes.c_long(nr))
     name = errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno())) if r == -1 else \
         f"returned {r}"
-    if name in OPTIMISATION:
-        return (name, *OPTIMISATION[name])
+    if name in kernel.OPTIMISATION:
+        return (name, *kernel.OPTIMISATION[name])
     return "unknown", None, f"the uprobe syscall answered {name}, which no known kernel does"
 
 

@@ -3,14 +3,13 @@ to date while it runs.  Each cell's cost is its tracer's start-up and end
 (what a run takes beyond the target's loop) and its per-call time, both
 measured by earlier runs on this machine and cached in TIMINGS
 (build/timings.json; per configuration and thread count; a configuration never run here gets a
-guess by whether anything is attached).  The runner (run.py) prints the
+guess by whether anything is attached).  The runner (measure/matrix.py) prints the
 plan in one line at the start, an ETA on every progress line, warm-ups
 included, and the total beside the estimate at the end.
 
-Nothing to run: run.py uses Plan.
+Nothing to run: measure/matrix.py uses Plan.
 """
 import json
-import os
 
 import host
 from params import TIGHT, cpus

@@ -16,7 +16,7 @@ import subprocess
 import time
 
 import record
-from host import live, say
+from host import check_signalled, live, say
 from tracers import tracefs
 from tracers.base import TracerError
 
@@ -66,6 +66,7 @@ class Supervisor:
             if pid:
                 status, rusage = st, ru
                 break
+            check_signalled()  # one that landed in a step that had deferred it
             if watching:
                 watching = not tracer.watch(run, self.child.pid)
             if time.monotonic() > deadline:

@@ -14,7 +14,7 @@ import os
 import kernel
 from configs import BASELINE
 from stats import config_rank
-from render.tables import f_ns, f_overhead, normalise, undetectable
+from render.formats import f_ns, f_overhead, normalise, undetectable
 
 PACED_FLOOR = 1e-2  # % of a CPU: where a paced plot puts overheads at or below 0
 LABEL_PX = 10  # pixels: the least distance between two line labels
@@ -90,9 +90,10 @@ def plots(a, folder, p=None):
 
 
 def plot_by_config(plt, a, cells, threads, folder):
-    """One bar per configuration and thread count, in the table's order,
-    with its 95% interval; verdict cells hatched or hollow and labelled;
-    a cell with no bar says why in words."""
+    """(One function for one figure, axes to legend, read together.)  One
+    bar per configuration and thread count, in the table's order, with its
+    95% interval; verdict cells hatched or hollow and labelled; a cell
+    with no bar says why in words."""
     skipped = {s["config"]: s["reason"] for s in a["skipped"]}
     names = list(dict.fromkeys([c["config"] for c in cells] + list(skipped)))
     rank = config_rank(names)
@@ -170,7 +171,8 @@ def spread(ys, gap, top=None):
 
 
 def plot_vs_threads(plt, a, cells, threads, folder):
-    """One panel per tracer, a line per configuration with 95% whiskers,
+    """(One function for one figure, axes to legend, read together.)  One
+    panel per tracer, a line per configuration with 95% whiskers,
     labelled at its end (labels moved apart, never on one another);
     verdict cells are red crosses with their word, not points on a line."""
     if len(threads) < 2:

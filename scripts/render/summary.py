@@ -10,14 +10,14 @@ import os
 
 import configs
 import kernel
-from record import STATUSES
 from configs import BASELINE
-from render.tables import (Y2011_CONFIGS, f_overhead, f_rate, f_x, failure_groups, guest_head, guest_line,
-                    normalise, reading, table, where, y2011)
+from record import LOSSLESS, STATUSES
+from render.formats import f_overhead, f_rate, f_x, failure_groups, normalise, reading, table, where
+from render.guest import guest_2011, guest_head, guest_line
+from render.y2011 import Y2011_CONFIGS, y2011
 
 LINES, WIDTH = 60, 120
 MAX_REASONS = 8  # distinct failure reasons shown; the rest are in report.md
-LOSSLESS = ("ok", "overwritten")  # an event check a cost may be quoted from
 IDLE = "idle-sdt"  # the question "is an unused marker free?"
 
 
@@ -187,7 +187,7 @@ def answers(a, p, rows, meta, folder, plots=(), terminal=False, guest=None):
                 [r[0], f"{r[1]}, {r[2]}" if r[2] not in ("", "-") else r[1],
                  "-" if r[4] == "-" and r[5] else f"{r[4]}, {r[5]}" if r[5]
                  else r[6] and f"{r[6]} ns/event"] + r[7:-1] + r[-1:]
-                for r in y2011(a, guest)]))
+                for r in y2011(a, guest_2011(guest) if guest else None)]))
             lines += ["", guest_line(guest)] if guest else []
     if p and p["cells"]:
         lim = [m for m in p["limits"] if m["config"] != BASELINE]

@@ -97,12 +97,15 @@ class Tracer:
         return None if os.geteuid() == 0 else "needs root (uprobes and tracefs are root-only)"
 
     @staticmethod
-    def sh(cmd, log=None, check=True, timeout=TOOL_TIMEOUT_S, env=None):
-        """Run CMD (a list, never a shell string); its output goes to LOG
-        (appended) and is returned.  A failure raises TracerError with the
-        command's last line of output."""
+    def sh(cmd, log=None, check=True, timeout=TOOL_TIMEOUT_S, env=None, stderr=True):
+        """Run CMD (a list, never a shell string); its output (with its
+        stderr, unless not STDERR) goes to LOG (appended) and is returned.
+        A failure raises TracerError with the command's last line of output."""
         try:
-            code, out = host.run(cmd, timeout=timeout, log=log, env=env)
+            # whole: a tool that sets up or tears down is never cut in half
+            # by a signal (it would leak what it was making)
+            code, out = host.run(cmd, timeout=timeout, log=log, env=env, stderr=stderr,
+                                 whole=True)
         except host.Timeout:
             raise TracerError(f"{cmd[0]} hung for {timeout} s")
         except OSError as e:

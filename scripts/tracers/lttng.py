@@ -136,9 +136,14 @@ class Lttng(Tracer):
         u1, s1 = daemons_cpu_ns()
         discarded = sum(int(x) for x in re.findall(r"(\d+) events? (?:were|was) discarded", stop))
         cpu = (u1 - u0, s1 - s0)
+        # Its loss in one unit, events: `lttng stop`'s count of discarded
+        # events; babeltrace2's "Discarded event" is a count of messages
+        # (each standing for some events), said beside it, never added.
         if run.cfg.mode != "snapshot":
             c = count(run.state.dir, run.log)
-            return Events(c["Event"], discarded + c.get("Discarded event", 0),
+            msgs = c.get("Discarded event", 0)
+            return Events(c["Event"], discarded,
+                          f"babeltrace2 saw {msgs} discarded-events messages" if msgs else "",
                           tracer_cpu_ns=cpu)
         self.lttng(run, "snapshot", "record", "-s", run.tag)
         seen, full, streams, gaps = 0, 0, 0, 0
@@ -154,8 +159,11 @@ class Lttng(Tracer):
                 f"({NUM_SUBBUF} x {SUBBUF_SIZE} sub-buffers each); "
                 + ("older events overwritten there" if full else "nothing overwritten"))
         if gaps:
-            note += f"; {gaps} discarded events/packets inside the snapshot"
-        return Events(seen, discarded + gaps, note, wrapped=full > 0, tracer_cpu_ns=cpu)
+            note += (f"; {gaps} discarded-events/packets messages inside the snapshot (gaps "
+                     "among the events it kept)")
+        # a snapshot with gaps inside is no clean flight recorder: not `overwritten`
+        return Events(seen, discarded, note, wrapped=None if gaps else full > 0,
+                      tracer_cpu_ns=cpu)
 
     @staticmethod
     def count_stream(d, stream, log):

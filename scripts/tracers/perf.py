@@ -19,7 +19,6 @@ duplicates perf wrote.
 """
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 
 from . import tracefs
@@ -120,18 +119,19 @@ class Perf(Tracer):
                               "how many")
         return 0
 
-    @staticmethod
-    def distinct_samples(data):
+    @classmethod
+    def distinct_samples(cls, data):
         """Distinct (thread, timestamp, argument) samples in DATA."""
-        try:
-            p = subprocess.run(["perf", "script", "-i", data, "-F", "tid,time,trace", "--ns"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               timeout=LONG_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise TracerError(f"perf script -i {data} hung for {LONG_TIMEOUT_S} s")
-        if p.returncode != 0:
-            raise TracerError(f"perf script -i {data} failed (exit {p.returncode})")
-        return len(set(p.stdout.splitlines()))
+        out = cls.sh(["perf", "script", "-i", data, "-F", "tid,time,trace", "--ns"],
+                     timeout=LONG_TIMEOUT_S, stderr=False)
+        return cls.distinct(out)
+
+    @staticmethod
+    def distinct(script):
+        """Samples in SCRIPT (perf script's "tid time trace" lines) that are
+        not another's copy: perf record writes some twice, the same thread,
+        timestamp and argument (a finding)."""
+        return len(set(script.splitlines()))
 
     def detach(self, run):
         ev = run.state.take("event")

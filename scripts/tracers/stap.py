@@ -32,6 +32,8 @@ a failure names the first compiler error.
 STAP_MODULES=DIR (what `make lab` sets in its guests) loads modules built
 beforehand, DIR/kit_CONFIG.ko, with `staprun -L` instead of compiling in
 the run: a guest under emulation compiles at a tenth of the host's speed.
+stap_build.py builds them, in a chroot of the guest's system, with the
+flags Stap.for_guest() gives.
 
 The hit report: a module built with -DSTP_ALIBI (stap-mark-alibi: every
 handler skipped, the count too) or -t (STAP_TIMING=1: each handler timed)
@@ -250,6 +252,16 @@ class Stap(Tracer):
         self.preload = False
         self.modules = None  # STAP_MODULES: a folder of modules built beforehand
         self.timing = False  # STAP_TIMING: stap -t on the module runtime
+
+    @classmethod
+    def for_guest(cls, timing):
+        """The back-end as make lab's guests run it, on the module runtime
+        with STAP_TIMING=TIMING, chosen without looking at this host: what
+        builds their modules beforehand (stap_build) with the flags their
+        runs will have (cfg_flags, reports)."""
+        be = cls()
+        be.runtime, be.timing = "module", bool(timing)
+        return be
 
     # -- choosing the runtime -------------------------------------------------
     def module_reason(self):
@@ -507,9 +519,13 @@ class Stap(Tracer):
         m = re.search(r"events: (\d+)", text)
         if not m:
             raise TracerError("stap printed no event count")
+        count = int(m.group(1))
         if lost:
-            note += f"; {lost} printf records lost on the way to stapbpf (the count is exact)"
-        return Events(int(m.group(1)), lost, note, runtime=self.runtime)
+            # the probe's own count is exact; of its records LOST never
+            # arrived: seen is what arrived, and seen + lost is the count
+            note += (f"; {lost} printf records lost on the way to stapbpf, of the {count} "
+                     "the probe counted")
+        return Events(count - lost, lost, note, runtime=self.runtime)
 
     def detach(self, run):
         mod = run.state.take("module")

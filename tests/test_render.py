@@ -1,48 +1,23 @@
-"""The report (scripts/report.py): golden output on small fixture results
-folders (tests/fixtures/report/), statistics against values computed by
-hand, and clear errors for bad input."""
+"""The report's wing (scripts/render/, scripts/report.py): golden output
+on small fixture folders (tests/fixtures/report/) and docs/example, a lab
+guest's 2011 column, paced and site tables, the terminal answers, and
+clear errors for bad input."""
 import csv
 import glob
 import json
-import math
 import os
 import shutil
 import tempfile
 import unittest
 
-from kit_test import ROOT, SCRIPTS, run, unavailable
+from kit_test import (EXAMPLE, FIXTURES, REPORT_PY, ROOT, cells, fixture, golden, run,
+                      unavailable)
 import kernel
-from measure import paths
 import record
 import report
 import stats
-from render import summary
-from render import tables
-
-FIXTURES = os.path.join(ROOT, "tests", "fixtures", "report")
-EXAMPLE = os.path.join(ROOT, "docs", "example")
-REPORT_PY = os.path.join(SCRIPTS, "report.py")
-
-
-def fixture(name, tmp):
-    dst = os.path.join(tmp, name)
-    shutil.copytree(os.path.join(FIXTURES, name), dst)
-    for f in ("expected-report.md",):
-        if os.path.exists(os.path.join(dst, f)):
-            os.unlink(os.path.join(dst, f))
-    return dst
-
-
-def golden(md):
-    """report.md as its golden file has it: the line linking the plots
-    (there only where matplotlib drew them) left out."""
-    return "".join(ln for ln in md.splitlines(True) if not ln.startswith("Plots: ["))
-
-
-def cells(folder):
-    rows, meta, _ = report.load(folder)
-    a = report.analyse(rows, meta)
-    return {(c["config"], c["threads"]): c for c in a["cells"]}, a
+from measure import paths
+from render import formats, guest, sites, summary
 
 
 class Golden(unittest.TestCase):
@@ -137,164 +112,6 @@ class Golden(unittest.TestCase):
                     os.unlink(os.path.join(d, p))
 
 
-class ByHand(unittest.TestCase):
-    """The basic fixture's numbers, worked out by hand."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.c, cls.a = cells(os.path.join(FIXTURES, "basic"))
-
-    def test_warmups_ignored(self):
-        self.assertEqual(self.c[("baseline", 1)]["n_runs"], 3)
-        self.assertEqual(self.c[("baseline", 1)]["samples_ns"], [1.0, 1.1, 1.2])
-
-    def test_median_mean_min_sd(self):
-        b = self.c[("baseline", 1)]
-        self.assertAlmostEqual(b["median_ns"], 1.1)
-        self.assertAlmostEqual(b["mean_ns"], 1.1)
-        self.assertAlmostEqual(b["min_ns"], 1.0)
-        self.assertAlmostEqual(b["sd_ns"], 0.1)
-        self.assertAlmostEqual(b["cv"], 0.1 / 1.1)
-
-    def test_paired_overhead(self):
-        # ftrace 5.0 5.2 5.6 against 1.0 1.1 1.2: differences 4.0 4.1 4.4,
-        # mean 4.1667, sd 0.20817, t(2) 4.303: half-width 0.51716.
-        o = self.c[("ftrace-sdt", 1)]["overhead"]
-        self.assertAlmostEqual(o["mean_ns"], 12.5 / 3)
-        self.assertAlmostEqual(o["hi_ns"] - o["mean_ns"], 4.303 * 0.2081666 / math.sqrt(3),
-                               places=5)
-        self.assertFalse(o["bounded"])
-        self.assertAlmostEqual(o["median_ns"], 5.2 - 1.1)
-        self.assertAlmostEqual(o["min_ns"], 5.0 - 1.0)
-        # Slowdown: the geometric mean of 5/1, 5.2/1.1, 5.6/1.2, with the
-        # paired t interval of their logarithms:  logs 1.609438, 1.553348,
-        # 1.540445; mean 1.567744, sd 0.036710, half-width 4.303 x 0.036710
-        # / sqrt(3) = 0.091201: exp -> 4.7958 [4.3778, 5.2537].
-        self.assertAlmostEqual(o["slowdown_x"], 4.7958, places=3)
-        self.assertAlmostEqual(o["slowdown_lo"], 4.3778, places=3)
-        self.assertAlmostEqual(o["slowdown_hi"], 5.2537, places=3)
-        self.assertIn("paired", o["method"])
-
-    def test_instructions_are_never_paired(self):
-        """In instructions (a lab guest) the same repetitions are not
-        paired: a cell may come from another guest's boot than its
-        baseline (LAB_GUESTS), so Welch's t, as worked below."""
-        base = {"per_rep_ns": {1: 1.0, 2: 1.2}, "median_ns": 1.1, "min_ns": 1.0}
-        cell = {"per_rep_ns": {1: 4.0, 2: 4.4, 3: 4.2}, "median_ns": 4.2, "min_ns": 4.0}
-        self.assertIn("paired t over 2", stats.overhead(cell, base)["method"])  # ns: paired
-        o = stats.overhead(dict(cell, unit="instructions"), dict(base, unit="instructions"))
-        self.assertIn("Welch", o["method"])
-        # as test_welch_slowdown_has_both_variances: se 0.152753, t(2) 4.303
-        self.assertAlmostEqual(o["mean_ns"], 3.1)
-        self.assertAlmostEqual(o["hi_ns"] - 3.1, 4.303 * 0.1527525, places=5)
-
-    def test_welch_slowdown_has_both_variances(self):
-        """Unpaired: the same Welch test gives the overhead and, on the
-        logarithms, the slowdown; the baseline's spread widens it."""
-        base = {"per_rep_ns": {1: 1.0, 2: 1.2}, "median_ns": 1.1, "min_ns": 1.0}
-        cell = {"per_rep_ns": {3: 4.0, 4: 4.4, 5: 4.2}, "median_ns": 4.2, "min_ns": 4.0}
-        o = stats.overhead(cell, base)
-        self.assertIn("Welch", o["method"])
-        # Means 4.2 and 1.1: 3.1.  Variances/n: 0.04/3 and 0.02/2; se
-        # 0.152753; df 0.023333^2 / (0.013333^2/2 + 0.01^2/1) = 2.88 -> t(2) 4.303.
-        self.assertAlmostEqual(o["mean_ns"], 3.1)
-        self.assertAlmostEqual(o["hi_ns"] - 3.1, 4.303 * 0.1527525, places=5)
-        # Logs: mean(ln 4, ln 4.4, ln 4.2) - mean(ln 1, ln 1.2) = 1.434328 - 0.091161.
-        self.assertAlmostEqual(o["slowdown_x"], math.exp(1.434328 - 0.091161), places=4)
-        self.assertLess(o["slowdown_lo"], o["slowdown_x"])
-        narrow = dict(base, per_rep_ns={1: 1.1, 2: 1.1})
-        n = stats.overhead(cell, narrow)
-        self.assertLess(n["slowdown_hi"] - n["slowdown_lo"], o["slowdown_hi"] - o["slowdown_lo"])
-
-    def test_interval_holding_zero_is_a_bound(self):
-        # idle 1.05 1.05 1.25 against 1.0 1.1 1.2: differences .05 -.05 .05.
-        # Mean 0.016667, sd 0.057735, half-width 4.303 x 0.057735 / sqrt(3)
-        # = 0.143433: [-0.1268, 0.1601]; the bound printed is the upper limit.
-        o = self.c[("idle-sdt", 1)]["overhead"]
-        self.assertTrue(o["bounded"])
-        self.assertAlmostEqual(o["mean_ns"], 0.05 / 3)
-        self.assertAlmostEqual(o["hi_ns"], 0.05 / 3 + 0.143433, places=5)
-        # The mean is always shown with its interval, and the words say
-        # what it means.
-        self.assertEqual(tables.f_overhead(o), "0.02 [-0.13, 0.16]")
-        self.assertEqual(tables.reading(o), "no overhead detectable above 0.16 ns per event")
-        # Two runs of stap-function-time at 2 threads on this kind of
-        # machine: the interval held 0, and "< 124875" read as "maybe free".
-        o = dict(o, mean_ns=41236.4, lo_ns=-42402.1, hi_ns=124875.0)
-        self.assertEqual(tables.f_overhead(o), "41,236 [-42,402, 124,875]")
-
-    def test_user_sys_and_tracer_cpu(self):
-        b = self.c[("bpftrace-sdt-count", 1)]
-        # user = wall // 2: 1500 1550 1600 ns over 1000 events.
-        self.assertAlmostEqual(b["user_ns"], 1.55)
-        self.assertAlmostEqual(b["tracer_cpu_ns"], 2.0)
-        # Steady state: 2000 ns for 1000 events in the runs, 1100 ns for
-        # 100 in the warm-up: (2000 - 1100) / 900 = 1.0 ns/event, and
-        # 1100 - 100 x 1.0 = 1000 ns = 0.001 ms fixed.
-        self.assertAlmostEqual(b["tracer_steady_ns"], 1.0)
-        self.assertAlmostEqual(b["tracer_fixed_ms"], 0.001)
-        self.assertIsNone(self.c[("ftrace-sdt", 1)]["tracer_steady_ns"])
-
-    def test_event_check(self):
-        self.assertEqual(self.c[("ftrace-sdt", 1)]["check"],
-                         {"expected": 3000, "seen": 3000, "dropped": 0, "verdict": "ok"})
-        m = self.c[("bpftrace-sdt-count", 1)]
-        self.assertEqual(m["check"]["verdict"], "MISMATCH")
-        self.assertIn("EVENT MISMATCH: overhead not trustworthy", m["flags"])
-        self.assertEqual(self.c[("lttng-flight", 1)]["check"]["verdict"], "overwritten")
-        d = self.c[("perf-record-sdt", 1)]
-        self.assertEqual(d["check"]["verdict"], "DROPPED")
-        self.assertIn("EVENTS DROPPED: the tracer did not keep up", d["flags"])
-
-    def test_failures_counted_per_cell(self):
-        f = self.c[("ftrace-sdt", 1)]
-        self.assertEqual((f["n_runs"], f["n_failed"], f["n_timed"]), (3, 1, 4))
-        self.assertIn("1/4 runs failed", f["flags"])
-        s = self.c[("stap-mark", 2)]  # every run failed: still a row, saying why
-        self.assertEqual((s["n_runs"], s["n_failed"]), (0, 3))
-        notes = tables.Notes()
-        row = [r for r in tables.overhead_rows(self.a, notes) if r[:2] == ["stap-mark", 2]][0]
-        self.assertEqual(row[2], "0 (3/3 failed)")
-        self.assertEqual(row[-1], "all failed [1]")  # the flags above are short: inline
-        self.assertEqual(notes.lines()[1], "[1] stap exited with status 1: stapbpf exited with "
-                         "signal: 6 (Aborted) (3 runs)")
-
-    def test_table_order(self):
-        """Cells follow the configuration table, whatever order they ran in."""
-        names = list(dict.fromkeys(c["config"] for c in self.a["cells"]))
-        self.assertEqual(names, ["baseline", "idle-sdt", "ftrace-sdt", "perf-record-sdt",
-                                 "bpftrace-sdt-count", "lttng-flight", "stap-mark-time",
-                                 "stap-mark"])
-
-    def test_scaling(self):
-        # 2 threads of 1000 calls in 1.01..1.03 us vs 1000 calls in 1.0..1.2 us.
-        s = self.c[("baseline", 2)]["scaling"]
-        one = self.c[("baseline", 1)]["scaling"]["events_per_s"]
-        self.assertAlmostEqual(one, (1e12 / 1000 + 1e12 / 1100 + 1e12 / 1200) / 3)
-        self.assertAlmostEqual(s["efficiency"], s["events_per_s"] / one / 2)
-        self.assertFalse(s["time_sliced"])
-        self.assertTrue(self.c[("baseline", 3)]["scaling"]["time_sliced"])
-        self.assertIn("time-sliced (3 threads > 2 CPUs)", self.c[("ftrace-sdt", 3)]["flags"])
-
-    def test_skipped_and_failed(self):
-        self.assertEqual(self.a["skipped"], [{
-            "config": "stap-mark-alibi",
-            "reason": "-DSTP_ALIBI is an option of the module runtime, which cannot run here"}])
-        self.assertEqual([(f["config"], f["rep"]) for f in self.a["failed"]],
-                         [("ftrace-sdt", 4), ("stap-mark", 1), ("stap-mark", 2), ("stap-mark", 3)])
-
-    def test_2011_rows(self):
-        rows = tables.y2011(self.a)
-        self.assertEqual(rows[0][:3], ["bare call (baseline)", "0.27 s", "1.0x"])
-        self.assertEqual(rows[1][2:4], ["191.9x", "5155"])  # 51.82/0.27; (51.82-0.27)/10M s
-        self.assertEqual(rows[2][2:4], ["102.2x", "2733"])  # 27.60/0.27; (27.60-0.27)/10M s
-        # mark-time median 10.4 ns / baseline 1.1 ns = 9.4545; 10M calls =
-        # 0.104 s; 10.4 - 1.1 = 9.3 ns over the bare call.
-        self.assertEqual(rows[2][4:7], ["0.104 s", "9.45x", "9.3"])
-        self.assertEqual(rows[3][3], "840")  # 8.4 s / 10M
-        self.assertEqual(rows[3][6], "0.80")  # 10.4 - 9.6: the time call's share
-
-
 class Guest2011(unittest.TestCase):
     """The 2011 table's module-runtime column from a lab guest beside the
     host's folder (fixtures/report/guest: per call 6.0/6.1/6.2 instructions
@@ -322,11 +139,17 @@ class Guest2011(unittest.TestCase):
     def test_guest_column(self):
         with tempfile.TemporaryDirectory() as tmp:
             host = self.host_beside_guest(tmp)
-            g = report.guest_for(host)
-            # named from the results folder's parent, as `results/<stamp>-lab/sid`
-            self.assertEqual(g["folder"], os.path.join(os.path.basename(tmp),
-                                                       "20261201T000000Z-lab", "sid"))
-            got = tables.guest_2011(g)
+            lab = os.path.join(tmp, os.path.basename(self.GUEST))
+            # a host's report depends on no other folder in results/ ...
+            r = run(["python3", REPORT_PY, host])
+            with open(os.path.join(host, "report.md")) as f:
+                self.assertNotIn("[instructions/event]", f.read())
+            # ... and takes the guest it is given (the lab's top folder or its suite's)
+            self.assertEqual(report.guest_for(lab), report.guest_for(os.path.join(lab, "sid")))
+            g = report.guest_for(lab)
+            # named as `<stamp>-lab/sid`
+            self.assertEqual(g["folder"], os.path.join("20261201T000000Z-lab", "sid"))
+            got = guest.guest_2011(g)
             self.assertEqual(got, {
                 "bare call (baseline)": "6.10 a call",  # the median of 6.0, 6.1, 6.2
                 "process.function + gettimeofday_ns + $v": "2,500 [2,500, 2,500]",
@@ -334,7 +157,7 @@ class Guest2011(unittest.TestCase):
                 "process.function + $v, no gettimeofday_ns": "2,000 [2,000, 2,000]",
                 "process.mark + $arg1, no gettimeofday_ns": "1,400 [1,400, 1,400]",
                 "gettimeofday_ns() share": "510"})  # 1910 - 1400
-            r = run(["python3", REPORT_PY, host])
+            r = run(["python3", REPORT_PY, host, "--guest", lab])
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(os.path.join(host, "report.md")) as f:
                 md = f.read()
@@ -347,84 +170,11 @@ class Guest2011(unittest.TestCase):
         """A guest folder in ns (KVM, or ICOUNT=0) is not the 2011 table's
         instructions column, nor one without a baseline (no overhead)."""
         with tempfile.TemporaryDirectory() as tmp:
-            self.assertIsNone(report.guest_for(self.host_beside_guest(tmp, unit="ns")))
+            self.host_beside_guest(tmp, unit="ns")
+            self.assertIsNone(report.guest_for(os.path.join(tmp, os.path.basename(self.GUEST))))
         with tempfile.TemporaryDirectory() as tmp:
-            self.assertIsNone(report.guest_for(self.host_beside_guest(tmp, baseline=False)))
-
-
-class Settle(unittest.TestCase):
-    """When a cell has run enough (stats.settle), worked by hand: the
-    baseline takes 1.0, 1.1 and 1.2 ns a call in repetitions 1..3;
-    PRECISION=0.1, PRECISION_NS=0.5."""
-
-    @staticmethod
-    def rows(per_call, status="ok"):
-        return [{"rep": i + 1, "iterations": 1000, "threads": 1, "status": status,
-                 "thread_wall_ns": str(round(ns * 1000)), "unit": "ns"}
-                for i, ns in enumerate(per_call)]
-
-    BASE = [1.0, 1.1, 1.2]
-    TARGET = "PRECISION=0.1 of the mean or PRECISION_NS=0.5"
-
-    def settle(self, cell, max_runs=10, status="ok"):
-        return stats.settle(self.rows(cell, status), self.rows(self.BASE), 3, max_runs, 0.1, 0.5)
-
-    def test_not_before_min_runs(self):
-        self.assertEqual(self.settle([101.0, 101.1]), (False, "2 of MIN_RUNS=3"))
-
-    def test_precise(self):
-        # Differences 100, 100, 100: sd 0, the interval [100, 100].
-        self.assertEqual(self.settle([101.0, 101.1, 101.2]),
-                         (True, f"precise after 3 runs: +-0 ns, 0.0% of the mean (within "
-                                f"{self.TARGET})"))
-
-    def test_too_wide_until_max_runs(self):
-        # Differences 90, 100, 110: mean 100, sd 10, half-width
-        # 4.303 x 10 / sqrt(3) = 24.84 ns, 24.8% of the mean: more than
-        # both 10 ns and 0.5 ns.
-        cell = [91.0, 101.1, 111.2]
-        self.assertEqual(self.settle(cell), (False, "+-24.8 ns, 24.8% of the mean"))
-        self.assertEqual(self.settle(cell, max_runs=3),
-                         (True, f"MAX_RUNS=3 reached: +-24.8 ns, 24.8% of the mean (wider than "
-                                f"{self.TARGET})"))
-
-    def test_a_cost_near_zero_settles_in_ns(self):
-        # Differences 0.1, -0.1, 0: mean 0, sd 0.1, half-width
-        # 4.303 x 0.1 / sqrt(3) = 0.248 ns <= PRECISION_NS=0.5; as a fraction
-        # of a mean of 0 it could never settle.
-        self.assertEqual(self.settle([1.1, 1.0, 1.2]),
-                         (True, f"precise after 3 runs: +-0.248 ns (within {self.TARGET})"))
-
-    def test_a_verdict_is_not_run_on(self):
-        """A probe that never fires (mismatch) or corrupts in every run has
-        its finding at MIN_RUNS; its cost is not one to quote."""
-        self.assertEqual(self.settle([91.0, 101.1, 111.2], status="mismatch"),
-                         (True, "mismatch in all 3 runs: a verdict, not a cost"))
-
-    def test_nothing_measured(self):
-        self.assertEqual(self.settle([1, 1, 1], status="failed"),
-                         (True, "none of 3 runs measured anything"))
-
-
-class Pairing(unittest.TestCase):
-    """tests/fixtures/report/pairing: a baseline and a traced cell over 3
-    repetitions whose values do not rise with the repetition, in rows
-    whose order is neither the repetitions' nor the values'.  Per event:
-    baseline 100, 300, 200 ns and ftrace-sdt 300, 310, 250 ns in reps
-    1, 2, 3.  Paired by repetition the differences are 200, 10, 50:
-    mean 86.667, sd 100.167, so the 95% interval is 86.667 -+ 4.303 x
-    100.167 / sqrt(3) = [-162.18, 335.51].  Paired by sorted value
-    (150, 100, 10) it would be [-89.6, 262.9]; by row order (110, 200,
-    -50), [-226.3, 399.6]."""
-
-    def test_paired_by_repetition(self):
-        c, _ = cells(os.path.join(FIXTURES, "pairing"))
-        o = c[("ftrace-sdt", 1)]["overhead"]
-        self.assertEqual(o["method"], "paired t over 3 repetitions")
-        self.assertAlmostEqual(o["mean_ns"], 86.667, places=3)
-        self.assertAlmostEqual(o["lo_ns"], -162.18, places=2)
-        self.assertAlmostEqual(o["hi_ns"], 335.51, places=2)
-        self.assertTrue(o["bounded"])
+            self.host_beside_guest(tmp, baseline=False)
+            self.assertIsNone(report.guest_for(os.path.join(tmp, os.path.basename(self.GUEST))))
 
 
 class Paced(unittest.TestCase):
@@ -654,7 +404,7 @@ class Sites(unittest.TestCase):
     def test_site_table_without_canary(self):
         """Where no canary ran at all, the column is not there."""
         a = dict(self.a, sites=[s for s in self.a["sites"] if s["config"] == "site-d"])
-        head = tables.sites_table(a).splitlines()[0]
+        head = sites.sites_table(a).splitlines()[0]
         self.assertNotIn("corrupted", head)
 
     def test_verdicts_not_drawn_as_costs(self):
@@ -704,7 +454,7 @@ class Answers(unittest.TestCase):
         for pid, tag, n in ((3680, "ab12", 7), (4711, "cd34", 19), (52, "ef56", 203))]
 
     def test_reasons_normalised(self):
-        once = {tables.normalise(r) for r in self.REASONS}
+        once = {formats.normalise(r) for r in self.REASONS}
         self.assertEqual(len(once), 1, once)
         text = once.pop()
         self.assertNotIn(ROOT, text)
@@ -718,7 +468,7 @@ class Answers(unittest.TestCase):
             {"config": "site-sdt-nop10-at1-bpftrace", "threads": t, "rep": rep, "reason": r}
             for t, rep, r in ((1, 1, self.REASONS[0]), (1, 2, self.REASONS[1]),
                               (2, 1, self.REASONS[2]))]}
-        lines = [ln for ln in tables.skipped_failed(a) if ln.startswith("- FAILED")]
+        lines = [ln for ln in formats.skipped_failed(a) if ln.startswith("- FAILED")]
         self.assertEqual(len(lines), 1, lines)
         self.assertTrue(lines[0].startswith("- FAILED, 3 runs (site-sdt-nop10-at1-bpftrace at "
                                             "1-2 threads): bpftrace exited"), lines[0])
@@ -746,7 +496,7 @@ class Answers(unittest.TestCase):
                       events_seen="", status="ok", reason="")
                  for r in rows if r["config"].endswith("-001")]
         a = stats.analyse(rows, {"cpus": 2})
-        self.assertGreater(len(tables.failure_groups(a)), summary.MAX_REASONS)
+        self.assertGreater(len(formats.failure_groups(a)), summary.MAX_REASONS)
         out = summary.answers(a, None, rows, {"cpu_model": "X" * 200}, "/r/x",
                               ["/r/x/p.png"], terminal=True)
         self.assertLessEqual(len(out), summary.LINES)

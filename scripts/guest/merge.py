@@ -1,0 +1,149 @@
+"""guest/merge.py: the guests' results folders brought back into one,
+results/<stamp>-lab/SUITE/: each guest's folder read out of its image
+(guest_folder), the first taken whole and the others' rows added but for
+their baselines, the guests' logs, consoles and timings kept, the cells
+no guest reached skipped saying why, the lab's facts in meta.json "lab"
+(bring_back); and a folder of skipped rows where no guest ran at all
+(skipped_folder).
+
+Nothing to run: guest/steps.py calls it.
+"""
+import csv
+import glob
+import json
+import os
+import shutil
+
+import configs
+import host
+import record
+from host import say
+from measure import plan
+from .common import LAB_THREADS, TIMINGS, LabError
+
+
+def guest_folder(suite, g, why):
+    """The results folder G's runner wrote, out of its image (WHY: it did
+    not finish, so its file system's journal is replayed first, and it
+    may have written none); LabError saying why there is none."""
+    if why and not g.reached:
+        raise LabError(why)
+    if why:
+        say(f"lab: {g.name}: {why}; keeping the rows it wrote")
+    got = suite.fetch(g.img, replay=bool(why))
+    inner = [d for d in glob.glob(os.path.join(got, "2*")) if os.path.isdir(d)]
+    if len(inner) == 1:
+        return got, inner[0]
+    last = ""
+    if os.path.exists(os.path.join(got, "lab-run.log")):
+        with open(os.path.join(got, "lab-run.log"), errors="replace") as f:
+            last = ([ln.strip() for ln in f if ln.strip()] or [""])[-1]
+    raise LabError(why or f"the guest's runner wrote {len(inner)} results folders, "
+                   "not 1" + (f": {last}" if last else ""))
+
+
+def bring_back(suite, ended, extra):
+    """The guests' results folders become one, results/<stamp>-lab/SUITE/,
+    with the lab's facts in its meta.json.  ENDED: [(guest, why it did not
+    finish, or None)].  The first guest's folder is taken whole; the
+    others' rows are added but for their baselines (each guest's own
+    yardstick, kept in logs/runs-K.csv), so every cell is measured against
+    one baseline.  A cell a guest did not reach is a skipped row saying
+    why; LabError if no guest wrote a folder."""
+    got, failed = [], []
+    for g, why in ended:
+        try:
+            got.append((g, why, *guest_folder(suite, g, why)))
+        except LabError as e:
+            failed.append((g, str(e)))
+    if not got:
+        raise LabError(failed[0][1])
+    first = got[0][3]
+    shutil.copytree(first, suite.out)
+    folder = record.Folder.reopen(suite.out)
+    timings = {}
+    left = None  # the kit_ modules lsmod listed in the guests at the end
+    for g, why, res, inner in got:
+        if inner != first:
+            add_rows(folder, g, inner)
+        left = keep_logs(folder, g, res, timings, left)
+    for g, *_ in got + failed:
+        with open(os.path.join(folder.logs, f"console{g.sfx}.log"), "w") as f:
+            f.write(g.text())
+    for name, cells in timings.items():  # what sizes the next lab's runs
+        path = os.path.join(suite.dir, name)
+        host.write_json(path, dict(plan.load(path), **cells))
+    folder.meta["lab"] = dict(extra, modules_left=left)
+    if len(ended) > 1:
+        folder.meta["lab"]["guests"] = [{"guest": g.name, "configs": [c.name for c in g.cfgs],
+                                         "unfinished": why} for g, why in ended]
+    skip_unrun(suite, folder, [(g, why) for g, why, *_ in got if why] + failed, got[0][0])
+    folder.close()
+    return suite.out
+
+
+def add_rows(folder, g, inner):
+    """Guest G's rows (its folder INNER) added to FOLDER but for its
+    baseline, its runs.csv kept whole as logs/runs-K.csv, its logs added
+    (the first guest's win) and its skips and tracers merged."""
+    with open(os.path.join(inner, "runs.csv"), newline="") as f:
+        for row in csv.DictReader(f):
+            if row["config"] != configs.BASELINE:
+                folder.write(row)
+    shutil.copy(os.path.join(inner, "runs.csv"), os.path.join(folder.logs, f"runs{g.sfx}.csv"))
+    for log in glob.glob(os.path.join(inner, "logs", "*")):
+        dst = os.path.join(folder.logs, os.path.basename(log))
+        if not os.path.exists(dst) and os.path.isfile(log):
+            shutil.copy(log, dst)
+    with open(os.path.join(inner, "meta.json")) as f:
+        other = json.load(f)
+    for key in ("skipped", "tracers"):
+        folder.meta[key] = dict(other.get(key) or {}, **(folder.meta.get(key) or {}))
+
+
+def keep_logs(folder, g, res, timings, left):
+    """Guest G's own timings (of its cells, into TIMINGS by file name), its
+    runner's log and list of modules left (RES: what it wrote) kept in
+    FOLDER's logs; LEFT with the modules it listed added."""
+    for t in glob.glob(os.path.join(res, TIMINGS.format("*"))):  # each guest's own cells
+        theirs = plan.load(t)
+        mine = {c.name: theirs[c.name] for c in g.cfgs if c.name in theirs}
+        timings.setdefault(os.path.basename(t), {}).update(mine)
+    for name in ("lab-run.log", "modules-left.txt"):
+        if os.path.exists(os.path.join(res, name)):
+            base, ext = os.path.splitext(name)
+            shutil.copy(os.path.join(res, name), os.path.join(folder.logs, base + g.sfx + ext))
+    if os.path.exists(os.path.join(res, "modules-left.txt")):
+        with open(os.path.join(res, "modules-left.txt")) as f:
+            left = (left or []) + [ln.split()[0] for ln in f if ln.strip()]
+    return left
+
+
+def skip_unrun(suite, folder, unfinished, keeper):
+    """Skipped rows in FOLDER for each cell an UNFINISHED guest ([(guest,
+    why)]) did not reach (the baseline only for KEEPER, whose baseline the
+    folder has), and for what could not be built (suite.unbuilt)."""
+    ran = {(r["config"], r["threads"]) for r in record.load(suite.out)[0]}
+    if unfinished:
+        folder.meta["lab"]["unfinished"] = unfinished[0][1]
+    for g, why in unfinished:
+        for c in g.cfgs:
+            if c.name == configs.BASELINE and g is not keeper:
+                continue  # the folder's baseline is another guest's
+            folder.skipped(c, [n for n in LAB_THREADS if (c.name, n) not in ran],
+                           f"lab: {why}: not run")
+    if suite.unbuilt:  # skipped rows for what could not be built, as runs.csv's own
+        for c in suite.configs():
+            if c.name in suite.unbuilt:
+                folder.skipped(c, LAB_THREADS, suite.unbuilt[c.name])
+        folder.meta["skipped"] = dict(folder.meta.get("skipped") or {}, **suite.unbuilt)
+
+
+def skipped_folder(suite, reason, extra):
+    """A results folder of skipped rows for SUITE: REASON for every row."""
+    folder = record.Folder(os.path.dirname(suite.out), name=suite.name)
+    for c in suite.configs():
+        folder.skipped(c, LAB_THREADS, reason)
+    folder.meta["lab"] = dict(extra, suite=suite.name, preflight=reason)
+    folder.close()
+    return folder.dir

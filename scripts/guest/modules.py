@@ -1,0 +1,54 @@
+"""guest/modules.py: SystemTap in the chroot of a suite's root file
+system, at the host's speed: the pre-flight (can its SystemTap build
+modules for its kernel?), its version, and each SystemTap configuration's
+module built beforehand for the guest (tracers/stap_build.py does the
+building; here the chroot's /proc and /dev are mounted around it and the
+lab says what happened).  Modules are kept in build/lab/SUITE/modules/
+until their script, flags, target or kernel change.  Needs root.
+
+Nothing to run: guest/steps.py calls it.
+"""
+import os
+import shutil
+import tempfile
+
+from host import say
+from tracers import stap_build
+from .common import GUEST_KIT
+from .mounts import Mounts
+
+
+def version(suite):
+    """The chroot's SystemTap version, or '?'."""
+    return stap_build.version(suite.rootfs)
+
+
+def preflight(suite, rel):
+    """None if the chroot's SystemTap builds modules for its kernel REL, else why not."""
+    work = tempfile.mkdtemp(prefix="preflight-", dir=os.path.join(suite.rootfs, "tmp"))
+    try:
+        with Mounts(suite.rootfs):
+            return stap_build.preflight(suite.rootfs, rel, "/" + os.path.relpath(
+                work, suite.rootfs), GUEST_KIT)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def build_modules(suite, rel, kit):
+    """Each of SUITE's SystemTap configurations' module, into KIT's (the
+    kit in the root file system) build/lab-modules/, where the guest's
+    STAP_MODULES finds them; what did not build is in suite.unbuilt,
+    saying why, and runs no more."""
+    out = os.path.join(kit, "build", "lab-modules")
+
+    def said(cfg, mod, why, seconds):
+        if why:
+            suite.unbuilt[cfg.name] = f"its module did not build in the chroot: {why}"
+            say(f"lab: {suite.name}: {cfg.name}: {suite.unbuilt[cfg.name]}")
+        else:
+            say(f"lab: {suite.name}: built {mod} in {seconds:.0f} s")
+    with Mounts(suite.rootfs):
+        stap_build.build(suite.configs(), suite.rootfs, GUEST_KIT, rel, out,
+                         os.path.join(suite.dir, "modules"), suite.log,
+                         suite.args.stap_timing, said)
+    return out

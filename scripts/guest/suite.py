@@ -1,0 +1,190 @@
+"""guest/suite.py: one Debian suite's guest, on the host's side: the
+suite names and what each needs, the host's Debian mirror, the packages
+of its root file system, the root file system itself (mmdebstrap, cached
+in build/lab/SUITE/), its kernel, the kit copied into it, the guests'
+ext4 images made from it (mkfs.ext4 -d: no loop device, no mount) and
+the results folder read back out of one (debugfs).  Needs root,
+mmdebstrap, e2fsprogs, about 2 GB of disk per suite and the host's
+Debian mirror (need_host_tools installs the tools).
+
+Nothing to run: guest/steps.py drives a Suite.
+"""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+
+import configs
+import host
+from host import ROOT, say
+from tracers import BACKENDS
+from .common import GUEST_KIT, LAB_DIR, TIMINGS, LabError, sh
+from .mounts import unmount_under
+
+# The guest's own: a kernel to boot and its headers (SystemTap's modules),
+# what stap compiles with, what the runner and the init script use.
+GUEST_BASE = ["linux-image-amd64", "linux-headers-amd64", "gcc", "make", "python3", "procps",
+              "kmod", "mount"]
+HOST_PACKAGES = {"mmdebstrap": "mmdebstrap", "qemu-system-x86_64": "qemu-system-x86",
+                 "mkfs.ext4": "e2fsprogs", "debugfs": "e2fsprogs"}
+# Suites and what each needs.  sid's Release file in the host's mirror is
+# past its Valid-Until date (a snapshot), so apt must not check that date
+# there; nothing else is weakened (signatures are still checked).
+SUITES = {"sid": [], "trixie": [], "bookworm": []}
+SID_APTOPT = ['--aptopt=Acquire::Check-Valid-Until "false"']
+IMAGE_MB = 4096
+MIN_FREE_MB = 3 * 1024  # per suite: the root file system and its image
+MMDEBSTRAP_S = 1800
+QUICK_CONFIGS = ["baseline", "stap-mark", "stap-mark-alibi"]  # the baseline: overheads
+
+
+def packages():
+    """What a guest's root file system holds: its own base, every tracer
+    back-end's programs (each back-end's `needs`) and the runtime of every
+    build the host made (`make packages`), so that every configuration
+    that can run in a guest does, installed as `make run` installs it."""
+    r = subprocess.run(["make", "-s", "-C", ROOT, "packages"], stdout=subprocess.PIPE,
+                       text=True, check=True)
+    tools = {p for b in BACKENDS.values() for p in b.needs.values()}
+    return GUEST_BASE + sorted(tools | set(r.stdout.split()))
+
+
+def mirror():
+    """The host's Debian mirror (its apt sources), never a name of ours."""
+    for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
+        with open(path) as f:
+            text = f.read()
+        for stanza in text.split("\n\n"):
+            uris = re.search(r"^URIs:\s*(\S+)", stanza, re.M)
+            if uris and "security" not in uris.group(1) and re.search(
+                    r"^Types:.*\bdeb\b", stanza, re.M):
+                return uris.group(1)
+    if os.path.exists("/etc/apt/sources.list"):
+        with open("/etc/apt/sources.list") as f:
+            for ln in f:
+                m = re.match(r"\s*deb\s+(?:\[[^]]*\]\s+)?(\S+)\s", ln)
+                if m and "security" not in m.group(1):
+                    return m.group(1)
+    return None
+
+
+def need_host_tools(no_install):
+    """The lab's own tools (HOST_PACKAGES), and the packages the builds
+    need (`make needs`): the guests run the builds made here, so a build
+    make skips is a skipped configuration in every guest."""
+    missing = sorted({p for c, p in HOST_PACKAGES.items() if not shutil.which(c)})
+    builds = host.build_needs()
+    if missing or builds:
+        host.install("lab", sorted(set(missing) | builds), no_install)
+        missing = sorted({p for c, p in HOST_PACKAGES.items() if not shutil.which(c)})
+    if missing:
+        raise LabError(f"missing Debian packages: {' '.join(missing)}"
+                       + (" (NO_INSTALL=1)" if no_install else ""))
+
+
+class Suite:
+    """One suite's lab: its cache folder (build/lab/SUITE/), root file
+    system, results folder (OUT), the guests that run it and what could
+    not be built for it."""
+
+    def __init__(self, name, args, folder_root, log):
+        self.name, self.args, self.log = name, args, log
+        self.dir = os.path.join(LAB_DIR, name)
+        self.rootfs = os.path.join(self.dir, "rootfs")
+        self.out = os.path.join(folder_root, name)
+        self.guests = []  # the guests booted, and those a TCG run boots (tcg)
+        self.whole = self.tcg = self.vmlinuz = self.initrd = None
+        self.unbuilt = {}  # configuration -> why its module did not build
+        self.runtime = "module"  # SystemTap's in the guest (STAP_RUNTIME)
+
+    def configs(self):
+        if self.args.lab_configs:
+            return self.args.lab_configs
+        if self.args.quick:
+            return [configs.BY_NAME[n] for n in QUICK_CONFIGS]
+        return list(configs.CONFIGS)  # every one: what cannot run there says why
+
+    # 1. the root file system
+    def make_rootfs(self):
+        ok = os.path.join(self.dir, "rootfs.ok")  # the package list it was made with
+        want = packages()
+        if os.path.exists(ok) and open(ok).read().split() == want:
+            return
+        m = mirror()
+        if not m:
+            raise LabError("no Debian mirror in the host's apt sources to build a guest from")
+        free = shutil.disk_usage(os.path.dirname(self.dir) if os.path.isdir(
+            os.path.dirname(self.dir)) else ROOT).free // 2 ** 20
+        if free < MIN_FREE_MB:
+            raise LabError(f"only {free} MB free for the guest, {MIN_FREE_MB} MB needed")
+        tmp = self.rootfs + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(self.rootfs, ignore_errors=True)
+        os.makedirs(self.dir, exist_ok=True)
+        say(f"lab: {self.name}: building its root file system with mmdebstrap "
+            "(a few minutes, once; cached in build/lab/)")
+        t0 = time.monotonic()
+        try:
+            sh(["mmdebstrap", "--variant=apt", "--include=" + ",".join(want),
+                *(SID_APTOPT if self.name == "sid" else []), self.name, tmp, m],
+               self.log, timeout=MMDEBSTRAP_S)
+        except BaseException:  # LabError, Ctrl-C: nothing half-made is left
+            unmount_under(tmp)
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        os.rename(tmp, self.rootfs)
+        with open(os.path.join(self.dir, "rootfs.ok"), "w") as f:
+            f.write(f"{' '.join(want)}\n")
+        say(f"lab: {self.name}: root file system in {time.monotonic() - t0:.0f} s")
+
+    def kernel(self):
+        """(release, vmlinuz, initrd) of the guest's kernel."""
+        rel = sorted(os.listdir(os.path.join(self.rootfs, "lib", "modules")))
+        if not rel:
+            raise LabError("the guest has no kernel in /lib/modules")
+        rel = rel[-1]
+        return (rel, os.path.join(self.rootfs, "boot", f"vmlinuz-{rel}"),
+                os.path.join(self.rootfs, "boot", f"initrd.img-{rel}"))
+
+    def put_kit(self):
+        """The repository, with its builds, at /kit in the root file system."""
+        dst = os.path.join(self.rootfs, GUEST_KIT.lstrip("/"))
+        shutil.rmtree(dst, ignore_errors=True)
+        # Not the host's timings.json: a guest sizes its runs by its own
+        # (one file per unit, kept in build/lab/SUITE/ between labs).
+        skip = shutil.ignore_patterns("lab", "results", ".git", "kit-scratch-*",
+                                      "stap-kernel", "perf-buildid", "*.pyc", "timings.json")
+        shutil.copytree(ROOT, dst, ignore=skip, symlinks=True)
+        os.makedirs(os.path.join(dst, "results"), exist_ok=True)
+        for t in glob.glob(os.path.join(self.dir, TIMINGS.format("*"))):
+            shutil.copy(t, os.path.join(dst, "results"))
+        os.makedirs(os.path.join(dst, "build", "lab-modules"), exist_ok=True)  # maybe none
+        return dst
+
+    # the guests' images, one each: the first made from the root file
+    # system, the others copies of it (sparse)
+    def images(self, guests):
+        for g in guests:
+            if os.path.exists(g.img):
+                os.unlink(g.img)
+        first = guests[0].img
+        with open(first, "wb") as f:
+            f.truncate(IMAGE_MB * 2 ** 20)
+        sh(["mkfs.ext4", "-q", "-F", "-d", self.rootfs, first], self.log)
+        for g in guests[1:]:
+            sh(["cp", "--sparse=always", first, g.img], self.log)
+
+    def fetch(self, img, replay=False):
+        """The guest's results folder, out of the image (debugfs: no mount).
+        REPLAY: the guest did not shut down, so its last rows may be in the
+        file system's journal alone: e2fsck replays it first."""
+        if replay:
+            with open(self.log, "a") as f:  # exit 1: it replayed (changed) something
+                subprocess.run(["e2fsck", "-E", "journal_only", "-y", img], stdout=f,
+                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=600)
+        dst = tempfile.mkdtemp(prefix="lab-fetch-", dir=self.dir)
+        sh(["debugfs", "-R", f"rdump {GUEST_KIT}/results {dst}", img], self.log)
+        return os.path.join(dst, "results")

@@ -1,0 +1,424 @@
+"""make run's wing (scripts/measure/): a small real matrix per tracer with
+exact event counts, how runs are sized, cells that settle, paced runs and
+the wait loop."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+from kit_test import ROOT, StateTest, build, kit, need_tracer, rows_of, run
+import configs
+import params
+import record
+import stats
+import tracers
+from measure import kit as kitmod, matrix, sizing
+
+
+class Matrix(StateTest):
+    """ITER=100000, THREADS=1..2: every traced configuration sees exactly
+    threads x iterations events (or the 0 it expects)."""
+
+    def matrix(self, tracer):
+        need_tracer(self, tracer)
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--quick", "1", "--threads", "1..2", "--iter", "100000",
+                     "--configs", f"{tracer}*"], res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            rows, _ = rows_of(res)
+        # (the site-* configurations, whose rows may be `corrupted`, are Sites')
+        names = [c.name for c in configs.CONFIGS if c.tracer == tracer
+                 and c.name.startswith(tracer)]
+        self.assertEqual(sorted({r["config"] for r in rows}), sorted(names))
+        for row in rows:
+            with self.subTest(config=row["config"], threads=row["threads"]):
+                cfg = configs.BY_NAME[row["config"]]
+                if row["status"] == "skipped":
+                    # Only a configuration its back-end cannot run here, for that reason.
+                    self.assertEqual(row["reason"], tracers.get(tracer).skip_reason(cfg))
+                    continue
+                want = 0 if cfg.expect == "none" else int(row["threads"]) * 100000
+                self.assertEqual(int(row["events_expected"]), want)
+                if row["status"] == "dropped":
+                    # The tracer said it lost events (perf record's buffer
+                    # full, on some machines at 2 threads: a finding):
+                    # what it saw and what it says it lost are every call.
+                    got, lost = int(row["events_seen"]), int(row["events_dropped"])
+                    self.assertGreater(lost, 0)
+                    self.assertEqual(got + lost, want, row["reason"])
+                    continue
+                if row["status"] == "mismatch" and int(row["events_dropped"] or 0) > 0:
+                    # ... and where they do not add up (perf record's count
+                    # of its lost samples off: a finding), it says both.
+                    got, lost = int(row["events_seen"]), int(row["events_dropped"])
+                    self.assertIn(f"saw {got} events and said it lost {lost}: {got + lost} of "
+                                  f"{want}", row["reason"])
+                    continue
+                self.assertEqual(row["status"], "ok", row["reason"])
+                self.assertEqual(int(row["events_seen"]), want)
+        self.assertTrue(any(r["status"] == "ok" for r in rows))
+
+    def test_ftrace(self):
+        self.matrix("ftrace")
+
+    def test_perf(self):
+        self.matrix("perf")
+
+    def test_bpftrace(self):
+        self.matrix("bpftrace")
+
+    def test_lttng(self):
+        self.matrix("lttng")
+
+    def test_uftrace(self):
+        self.matrix("uftrace")
+
+    def test_untraced(self):
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--quick", "1", "--threads", "1,2", "--configs", "baseline,idle-*"], res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            rows, folder = rows_of(res)
+            untraced = [c for c in configs.CONFIGS if not tracers.get(c.tracer).attaches]
+            self.assertEqual(len(rows), 2 * len(untraced))
+            for row in rows:
+                self.assertEqual(row["status"], "ok", row)
+                self.assertEqual(sum(1 for _ in row["thread_wall_ns"].split(";")),
+                                 int(row["threads"]))
+            self.assertTrue(os.path.exists(os.path.join(folder, "meta.json")))
+            self.assertEqual(os.readlink(os.path.join(res, "latest")), os.path.basename(folder))
+
+
+class Sizing(StateTest):
+    """How the runner sizes cells from their warm-up (not QUICK)."""
+
+    def args(self, *extra):
+        import run as runner
+        return runner.parse_args(["--iter", "1000000", "--max-run-s", "2", "--min-run-s", "1",
+                                  *extra])
+
+    def test_round2(self):
+        for n, up, want in ((1, False, 1), (19999, False, 19000), (20000, False, 20000),
+                            (83333.3, False, 83000), (0.4, True, 1), (7, True, 7),
+                            (100, True, 100), (101, True, 110), (833333333.3, True, 840000000)):
+            with self.subTest(n=n, up=up):
+                self.assertEqual(sizing.round2(n, up), want)
+
+    def test_size_iterations(self):
+        a = self.args()
+        # Traced, 5 us a call: 2 s / 5 us = 400000; 6 us: 333333, down to 330000.
+        self.assertEqual(sizing.size_iterations(a, 5000, True)[0], 400000)
+        self.assertEqual(sizing.size_iterations(a, 6000, True)[0], 330000)
+        # Traced, 10 ms a call: 200 calls, raised to the floor (2000).
+        self.assertEqual(sizing.size_iterations(a, 1e7, True)[0], sizing.FLOOR_ITER)
+        # Traced but fast: ITER.
+        self.assertEqual(sizing.size_iterations(a, 10, True), (1000000, "ITER"))
+        # Untraced, 1.2 ns a call: 1 s / 1.2 ns = 833333333, rounded up to 840000000.
+        it, how = sizing.size_iterations(a, 1.2, False)
+        self.assertEqual(it, 840000000)
+        self.assertIn("MIN_RUN_S=1", how)
+        self.assertEqual(sizing.size_iterations(self.args("--min-run-s", "0"), 1.2, False)[0],
+                         1000000)
+
+    def test_time_sliced_warm_up(self):
+        """A warm-up's threads above the CPUs each fit in one time slice, so
+        its wall time per call is that of one CPU; a timed run's threads
+        share the CPUs: its CPU time per call times THREADS/CPUs."""
+        ncpu = params.cpus()
+        row, t = {"thread_cpu_ns": "21000;23000"}, record.Timing(0.1, 22000)
+        # 20000 calls, 1.1 ns of wall and 1.1 ns of CPU a call on average.
+        self.assertAlmostEqual(sizing.wall_per_call(row, t, 1, 20000), 1.1)
+        self.assertAlmostEqual(sizing.wall_per_call(row, t, 4 * ncpu, 20000), 1.1 * 4)
+        # A traced warm-up long enough to be sliced: its own wall time wins.
+        row, t = {"thread_cpu_ns": "100000000"}, record.Timing(0.1, 20000 * 5000 * 4)
+        self.assertAlmostEqual(sizing.wall_per_call(row, t, 4 * ncpu, 20000), 20000.0)
+
+    def test_sized_from_earlier_runs(self):
+        """WARM_UP=auto: a cell whose configuration an earlier run here
+        timed (TIMINGS) runs no warm-up, and is sized from that run's time
+        per call at its thread count or the nearest; WARM_UP=all warms it
+        up all the same.  Thread counts run one after
+        the other, each in its own rounds."""
+        need_tracer(self, "ftrace")
+        from measure import plan
+        import run as runner
+        with tempfile.TemporaryDirectory() as res:
+            timings = os.path.join(res, "timings.json")
+            argv = ["--iter", "200000", "--runs", "2", "--max-run-s", "0.05", "--min-run-s",
+                    "0.05", "--configs", "baseline,ftrace-sdt", "--timings", timings]
+            first = kit(["--threads", "1", *argv], res)
+            self.assertEqual(first.returncode, 0, first.stderr[-2000:])
+            self.assertIn("2 warm-ups", first.stderr)
+            cache = plan.load(timings)
+            shutil.rmtree(rows_of(res)[1])
+            second = kit(["--threads", "1,2", *argv], res)
+            self.assertEqual(second.returncode, 0, second.stderr[-2000:])
+            self.assertRegex(second.stderr, r"run: plan: 4 cells .*, 0 warm-ups, 2 runs each")
+            rows, folder = rows_of(res)
+            shutil.rmtree(folder)
+            third = kit(["--threads", "1,2", "--warm-up", "all", *argv], res)
+            self.assertIn("4 warm-ups", third.stderr)
+            # Never timed here: a configuration is warmed up at its first
+            # thread count only, the next ones scaled from its runs there.
+            shutil.rmtree(rows_of(res)[1])
+            os.remove(timings)
+            fourth = kit(["--threads", "1,2", *argv], res)
+            self.assertIn("2 warm-ups", fourth.stderr)
+            cold = rows_of(res)[0]
+            a = runner.parse_args(argv)
+        self.assertEqual([r for r in rows if r["rep"] == "0"], [])
+        # 2 threads were never timed: 1 thread's time (the median of this
+        # run's, which ran first), scaled by how many threads share a CPU (1
+        # below the CPUs).
+        share = {n: max(1, n / params.cpus()) for n in (1, 2)}
+        for r in rows:
+            n, traced = int(r["threads"]), r["config"] != "baseline"
+            src = ("earlier runs here (TIMINGS)" if n == 1 else
+                   "earlier runs here at 1 thread, scaled (TIMINGS)")
+            ns = cache[r["config"]]["ns_per_call"]["1"]
+            if n == 2:
+                one = sorted(max(record.split_ns(x["thread_wall_ns"])) / int(x["iterations"])
+                             for x in rows if x["config"] == r["config"] and x["threads"] == "1")
+                ns = round(one[len(one) // 2], 4) * share[n] / share[1]
+            want = sizing.size_iterations(a, ns, traced, src)
+            self.assertEqual((int(r["iterations"]), r["sized_by"]), want, r)
+        order = [r["threads"] for r in rows if r["rep"] != "0"]
+        self.assertEqual(order, sorted(order), "a thread count's runs before the next's")
+        self.assertEqual({r["threads"] for r in cold if r["rep"] == "0"}, {"1"})
+        self.assertEqual({r["sized_by"] for r in cold if r["threads"] == "2"} - {
+            "ITER", "cut to ~MAX_RUN_S=0.05 s by earlier runs here at 1 thread, scaled (TIMINGS)",
+            "raised to MIN_RUN_S=0.05 s by earlier runs here at 1 thread, scaled (TIMINGS)"}, set())
+
+    def test_time_limit_from_the_warm_up(self):
+        k = kitmod.Kit(self.args())
+        k.calib_iter = 20000
+        cfg = configs.BY_NAME["ftrace-sdt"]
+        k.estimate[("ftrace-sdt", 1)] = 0.5  # s for 20000 calls
+        r = kitmod.Run.__new__(kitmod.Run)
+        r.cfg, r.threads, r.iterations, r.rate = cfg, 1, 200000, kitmod.TIGHT
+        # 120 s + 10 x 0.5 s x 200000 / 20000.
+        self.assertAlmostEqual(k.time_limit(r), 120 + 50)
+        r.threads = 2
+        self.assertEqual(k.time_limit(r), kitmod.DEFAULT_TIME_LIMIT)
+        # A paced run: 10x DURATION (3 s) plus the margin.
+        r.rate = 1000
+        self.assertAlmostEqual(k.time_limit(r), 120 + 10 * 3)
+
+    def test_failed_warm_up_is_retried_then_falls_back(self):
+
+        class Kit:
+            calib_iter = sizing.WARMUP_ITER
+            estimate = {}
+
+            def __init__(self, results):
+                self.results = list(results)
+                self.calls = []
+
+            def run_one(self, c, n, it, rep, sized_by=""):
+                self.calls.append((it, rep, sized_by))
+                status = self.results.pop(0)
+                return ({"status": status, "reason": "killed by signal 6"},
+                        record.Timing(0.1, 5000 * it))
+        a = self.args()
+        traced, untraced = configs.BY_NAME["ftrace-sdt"], configs.BY_NAME["baseline"]
+        k = Kit(["failed", "ok"])
+        it, how, _ = matrix.warm_up(k, a, traced, 1, "1/1")
+        self.assertEqual((it, k.calls[1][2]), (400000, "warm-up retry"))
+        self.assertIn("retried", how)
+        k = Kit(["failed", "failed"])
+        it, how, _ = matrix.warm_up(k, a, traced, 1, "1/1")
+        self.assertEqual(it, sizing.FLOOR_ITER)
+        self.assertIn("fallback: both warm-ups failed (killed by signal 6)", how)
+        k = Kit(["failed", "failed"])
+        self.assertEqual(matrix.warm_up(k, a, untraced, 1, "1/1")[0], 1000000)
+
+    def test_a_sized_matrix(self):
+        """A real run with warm-ups: every timed run made the calls its
+        warm-up sized it to, and says how."""
+        need_tracer(self, "ftrace")
+        import run as runner
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--threads", "1", "--iter", "200000", "--runs", "1", "--max-run-s", "0.05",
+                     "--min-run-s", "0.05", "--configs", "baseline,ftrace-sdt", "--warm-up",
+                     "all"], res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            rows, folder = rows_of(res)
+            with open(os.path.join(folder, "meta.json")) as f:
+                meta = json.load(f)
+        self.assertEqual(meta["format_version"], record.FORMAT_VERSION)
+        self.assertIsInstance(meta["inputs"]["seed"], int)
+        warm = {r["config"]: r for r in rows if r["rep"] == "0"}
+        timed = {r["config"]: r for r in rows if r["rep"] == "1"}
+        self.assertEqual(sorted(warm), ["baseline", "ftrace-sdt"])
+        a = runner.parse_args(["--iter", "200000", "--max-run-s", "0.05", "--min-run-s", "0.05"])
+        for name, traced in (("baseline", False), ("ftrace-sdt", True)):
+            w = warm[name]
+            self.assertEqual((w["status"], w["iterations"]), ("ok", str(sizing.WARMUP_ITER)))
+            per_call = max(record.split_ns(w["thread_wall_ns"])) / sizing.WARMUP_ITER
+            want, how = sizing.size_iterations(a, per_call, traced)
+            self.assertEqual(int(timed[name]["iterations"]), want)
+            self.assertEqual(timed[name]["sized_by"], how)
+            self.assertEqual(timed[name]["status"], "ok", timed[name]["reason"])
+        self.assertGreater(int(timed["baseline"]["iterations"]), 200000)
+        self.assertLess(int(timed["ftrace-sdt"]["iterations"]), 200000)
+
+
+class Adaptive(StateTest):
+    """Without RUNS each cell runs until its interval is precise enough
+    (stats.settle), between MIN_RUNS and MAX_RUNS times, in interleaved
+    rounds; with RUNS, exactly RUNS times.  A plan is said first and the
+    time it took at the end."""
+
+    def test_cells_stop_when_settled(self):
+        need_tracer(self, "ftrace")
+        import run as runner
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--threads", "1", "--iter", "200000", "--max-run-s", "0.05",
+                     "--min-run-s", "0.05", "--min-runs", "2", "--max-runs", "5",
+                     "--configs", "baseline,idle-sdt,ftrace-sdt", "--warm-up", "all"], res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            _, folder = rows_of(res)
+            rows, _, _ = record.load(folder)
+        self.assertRegex(r.stderr, r"run: plan: 3 cells \(3 configurations x THREADS=1\), "
+                                   r"3 warm-ups, 2\.\.5 runs \(until PRECISION\) each: about "
+                                   r"\d+s \(at least \d+s, at most \d+s\)")
+        self.assertRegex(r.stderr, r"\[warm-up 1/3, ETA \d+s(\.\.\d+s)?\]")
+        self.assertRegex(r.stderr, r"run: \d+ runs and 3 warm-ups in \d+s; the plan said about")
+        # Each decision replayed from runs.csv, whose rows are in the order
+        # they ran: settle() on a cell's runs so far, against the
+        # baseline's so far, says stop exactly where the row says so.
+        a = runner.parse_args(["--min-runs", "2", "--max-runs", "5"])
+        so_far = {}
+        for row in (x for x in rows if x["rep"] >= 1):
+            mine = so_far.setdefault(row["config"], [])
+            mine.append(row)
+            if row["config"] != "baseline":
+                done, why = stats.settle(mine, so_far.get("baseline", []), a.min_runs,
+                                         a.max_runs, a.precision, a.precision_ns)
+                self.assertEqual(row["stopped"], why if done else "", row)
+        for name, mine in so_far.items():
+            with self.subTest(config=name):
+                self.assertEqual([x["rep"] for x in mine], list(range(1, len(mine) + 1)))
+                self.assertTrue(2 <= len(mine) <= 5, len(mine))
+                self.assertEqual([bool(x["stopped"]) for x in mine],
+                                 [False] * (len(mine) - 1) + [True])
+                # The baseline ran for as long as any cell it is measured against.
+                self.assertGreaterEqual(len(so_far["baseline"]), len(mine))
+
+    def test_runs_means_exactly(self):
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--quick", "1", "--threads", "1", "--iter", "1000", "--runs", "2",
+                     "--configs", "baseline,idle-sdt"], res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            rows, _ = rows_of(res)
+        self.assertIn("2 runs each", r.stderr)
+        for name in ("baseline", "idle-sdt"):
+            self.assertEqual([(x["rep"], x["stopped"]) for x in rows if x["config"] == name],
+                             [("1", ""), ("2", "RUNS=2")])
+
+
+class Paced(StateTest):
+    """RATE: the target paced to a rate per thread, and what it costs."""
+
+    def paced(self, rate, threads=2, ms=1000, busy=None):
+        cmd = [build("plain"), "--threads", str(threads), "--rate", str(rate), "--duration-ms",
+               str(ms), "--quiet"]
+        spinner = busy and subprocess.Popen(["sh", "-c", "while :; do :; done"])
+        try:
+            r = run(cmd)
+        finally:
+            if spinner:
+                spinner.kill()
+                spinner.wait()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def test_achieved_rate(self):
+        """Untraced, 2 threads, 1 s: each thread makes its calls at the
+        requested rate within 3% (absolute deadlines; sleeping at 1000/s,
+        batches of 100 at 100000/s)."""
+        for rate in (1000, 100000):
+            with self.subTest(rate=rate):
+                rec = self.paced(rate)
+                self.assertEqual(rec["rate"], rate)
+                self.assertEqual(rec["pacing"], {"method": "sleep", "batch": max(1, rate // 1000)})
+                for t in rec["per_thread"]:
+                    # A thread the VM held up past its window's end makes
+                    # its last call or two no more (seen: 999 of 1000).
+                    self.assertLessEqual(t["calls"], rate)
+                    self.assertGreaterEqual(t["calls"], rate * 0.99)
+                    achieved = t["calls"] / (t["wall_ns"] / 1e9)
+                    self.assertLess(abs(achieved / rate - 1), 0.03, (achieved, rate))
+
+    def test_machine_cpu_sees_a_busy_process(self):
+        """The machine-wide CPU the target reads around its window counts a
+        process that is none of the kit's: a shell spinning beside a
+        1-thread run at 1000/s adds most of a CPU second; without it the
+        machine is far from that busy.  (The threads' own CPU is in it too.)"""
+        quiet = self.paced(1000, threads=1)
+        busy = self.paced(1000, threads=1, busy=True)
+        self.assertIn(busy["machine_source"], ("schedstat", "proc_stat"))
+        own = sum(t["cpu_ns"] for t in quiet["per_thread"])
+        self.assertGreaterEqual(quiet["machine_busy_ns"], own)
+        self.assertGreater(busy["machine_busy_ns"] - quiet["machine_busy_ns"], 0.5e9)
+
+    def test_paced_matrix(self):
+        """A paced run of ftrace and perf record beside the baseline at the
+        same rates: every traced run counts exactly the calls made, the
+        rows carry rate, calls and pacing, and perf's own process shows
+        CPU of its own (the tracer column)."""
+        need_tracer(self, "ftrace")
+        need_tracer(self, "perf")
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--threads", "1,2", "--rate", "1000,20000", "--duration", "0.5",
+                     "--runs", "1", "--configs", "baseline,ftrace-sdt,perf-record-sdt"], res)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rows, _ = rows_of(res)
+        self.assertEqual(len(rows), 3 * 2 * 2, [(x["config"], x["rate"]) for x in rows])
+        for x in rows:
+            with self.subTest(config=x["config"], threads=x["threads"], rate=x["rate"]):
+                self.assertEqual(x["status"], "ok", x["reason"])
+                rate, n = int(x["rate"]), int(x["threads"])
+                self.assertEqual(int(x["calls"]), rate * n // 2)  # 0.5 s of calls
+                self.assertEqual(x["pacing"], f"sleep, batches of {max(1, rate // 1000)}")
+                if x["tracer"] != "none":
+                    self.assertEqual(int(x["events_seen"]), int(x["calls"]))
+                if x["tracer"] == "perf":
+                    self.assertGreater(int(x["tracer_user_ns"]) + int(x["tracer_sys_ns"]), 0)
+
+
+class WaitLoop(unittest.TestCase):
+    """The runner's wait for a run: it sleeps while a back-end watches,
+    and the time limit holds in that state too."""
+
+    def test_sleeps_and_limits_while_watching(self):
+        import run as runner
+
+        class NeverFound(tracers.Tracer):
+            name = "never-found"
+
+            def watch(self, run, pgid):
+                return False  # keeps looking for a tracer pid it never finds
+        with tempfile.TemporaryDirectory() as res:
+            k = kitmod.Kit(runner.parse_args(["--quick", "1", "--results", res,
+                                              "--time-limit", "2"]))
+            try:
+                k.open()
+                tracer = NeverFound()
+                r = kitmod.Run(k, configs.BY_NAME["baseline"], tracer, 1, 1, 1)
+                cpu0 = time.process_time()
+                rec, _, why = k.sup.execute(tracer, r, ["sleep", "30"], k.time_limit(r),
+                                            ROOT)
+                cpu = time.process_time() - cpu0
+            finally:
+                k.close()
+        self.assertIsNone(rec)
+        self.assertEqual(why, "sleep hung: killed after 2 s")
+        # A spinning loop would use ~2 s of CPU in those 2 s.
+        self.assertLess(cpu, 0.5)
+
+
+if __name__ == "__main__":
+    unittest.main()
