@@ -168,6 +168,7 @@ def main(argv=None):
     if os.geteuid() != 0:
         say("lab: needs root (mmdebstrap, chroot, module loading in the guest)")
         return 2
+    host.lock("lab")  # one kit at a time (two labs would delete each other's images)
     need_host_tools(args.no_install)
     if not host.make_all("lab"):
         return 1
@@ -179,7 +180,8 @@ def main(argv=None):
 
     def on_term(_signum, _frame):
         raise KeyboardInterrupt  # the same clean-up as Ctrl-C
-    old = signal.signal(signal.SIGTERM, on_term)
+    # SIGTERM and SIGHUP (a terminal that hung up) as Ctrl-C (host.STOPS)
+    old = {s: signal.signal(s, on_term) for s in host.STOPS if s != signal.SIGINT}
     folders = []
     try:
         for name in args.lab:
@@ -190,7 +192,8 @@ def main(argv=None):
         say("lab: interrupted; the guest is stopped and nothing is left mounted")
         return 130
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for s, h in old.items():
+            signal.signal(s, h)
     if args.shell:
         return 0
     # The report writes and prints the top folder's summary.md (it draws no

@@ -26,8 +26,11 @@ import host
 # last run: why it ran no more); 7 added attach (configs.ATTACH: the
 # order of probe and target; a row without it is "before"), fork_calls and
 # fork_corrupted (the parent's calls before a fork, and of them those whose
-# canary changed).  Older folders still read.
-FORMAT_VERSION = 7
+# canary changed); 8 added meta's "stopping" (how cells stopped: Stein's two
+# stages from a pilot of MIN_RUNS, or RUNS fixed; the report's interval
+# follows it, and a folder without it is read with the plain t interval).
+# Older folders still read.
+FORMAT_VERSION = 8
 
 COLUMNS = [
     "started", "config", "build", "tracer", "probe", "action", "threads", "iterations", "rep",
@@ -311,31 +314,20 @@ def load(folder):
     if not os.path.exists(path):
         raise BadInput(f"{path}: missing (is {folder} a results folder of `make run`?)")
     with open(path, newline="") as f:
-        lines = f.read().splitlines()
-    if not lines:
-        raise BadInput(f"{path}: empty (not even a header line)")
-    header = next(csv.reader([lines[0]]))
-    missing = [c for c in REQUIRED if c not in header]
-    if missing:
-        raise BadInput(f"{path}: missing columns {', '.join(missing)}")
-    unknown = [c for c in header if c not in COLUMNS]
-    if unknown:
-        warnings.append(f"{path}: unknown columns ignored: {', '.join(unknown)}")
-    rows = []
-    for i, rec in enumerate(csv.reader(lines[1:]), start=2):
-        if len(rec) != len(header):
-            warnings.append(f"{path}: line {i} has {len(rec)} fields, not {len(header)} "
-                            "(truncated?); ignored")
-            continue
-        r = dict(zip(header, rec))
-        for k in ("threads", "iterations", "rep"):
-            r[k] = num(r[k])
-        r["unit"] = r.get("unit") or DEFAULT_UNIT
-        if r["status"] in MEASURED and (not r["threads"] or not r["iterations"]
-                                        or len(split_ns(r["thread_wall_ns"])) != r["threads"]):
-            warnings.append(f"{path}: line {i} ({r['config']}) has unreadable timings; ignored")
-            continue
-        rows.append(r)
+        # csv reads the file itself: a reason may hold a line break, a form
+        # feed or U+2028, which str.splitlines() would take for line ends
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if not header:
+            raise BadInput(f"{path}: empty (not even a header line)")
+        missing = [c for c in REQUIRED if c not in header]
+        if missing:
+            raise BadInput(f"{path}: missing columns {', '.join(missing)}")
+        unknown = [c for c in header if c not in COLUMNS]
+        if unknown:
+            warnings.append(f"{path}: unknown columns ignored: {', '.join(unknown)}")
+        rows = [r for rec in reader if (r := row_of(path, reader.line_num, header, rec,
+                                                    warnings))]
     if not rows:
         warnings.append(f"{path}: no runs recorded")
     meta = {}
@@ -352,6 +344,24 @@ def load(folder):
         meta.setdefault("tracers", {})["stap"] = (
             f"SystemTap runtime: {s.get('runtime')} ({s.get('why')}); flags: {s.get('flags')}")
     return rows, meta, warnings
+
+
+def row_of(path, i, header, rec, warnings):
+    """Line I's fields REC as a row (threads, iterations and rep as ints),
+    or None, said in WARNINGS, where it cannot be read."""
+    if len(rec) != len(header):
+        warnings.append(f"{path}: line {i} has {len(rec)} fields, not {len(header)} "
+                        "(truncated?); ignored")
+        return None
+    r = dict(zip(header, rec))
+    for k in ("threads", "iterations", "rep"):
+        r[k] = num(r[k])
+    r["unit"] = r.get("unit") or DEFAULT_UNIT
+    if r["status"] in MEASURED and (not r["threads"] or not r["iterations"]
+                                    or len(split_ns(r["thread_wall_ns"])) != r["threads"]):
+        warnings.append(f"{path}: line {i} ({r['config']}) has unreadable timings; ignored")
+        return None
+    return r
 
 
 def num(text):

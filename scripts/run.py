@@ -48,6 +48,7 @@ def main(argv=None):
     # everything attached undone, and the cleanup run to its end.
     with host.stoppable():
         try:
+            host.lock("run")  # one kit at a time; input was checked, nothing done yet
             skip = matrix.prepare(args, wanted)
             if isinstance(skip, int):
                 return skip
@@ -57,9 +58,16 @@ def main(argv=None):
             if kit.folder:
                 kit.folder.meta["interrupted"] = str(e)
             return 130
+        except OSError as e:  # the results' disk filled, or the folder went away
+            say(f"\nrun: {e.filename or 'a write'}: {e.strerror}; the rows written so far are "
+                "kept, and everything attached is undone")
+            return 1
         finally:
             with host.unstoppable():
-                kit.close()
+                try:
+                    kit.close()
+                except OSError as e:  # meta.json on a full disk: runs.csv is whole
+                    say(f"run: meta.json not written ({e.strerror})")
     if not args.no_report and os.path.exists(os.path.join(HERE, "report.py")):
         subprocess.run([sys.executable, os.path.join(HERE, "report.py"), kit.folder.dir])
     return 0

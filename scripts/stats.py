@@ -101,21 +101,48 @@ def cell_stats(rows):
     }
 
 
-def overhead(cell, base):
+def stein_ci(values, pilot):
+    """(mean, lo, hi) of VALUES (in the order they ran) with Stein's
+    two-stage 95% interval: the mean of all of them, the spread of the
+    first PILOT alone, t with PILOT - 1 degrees of freedom and sqrt(n):
+    how many ran was decided from those first PILOT (stats.settle), so
+    the interval is exact for normal noise whatever that decision was
+    (C. Stein, "A two-sample test for a linear hypothesis whose power is
+    independent of the variance", Ann. Math. Statist. 16 (1945) 243-258).
+    lo/hi None below 2 pilot values."""
+    m = statistics.fmean(values)
+    first = values[:pilot]
+    if len(first) < 2:
+        return m, None, None
+    h = t95(len(first) - 1) * statistics.stdev(first) / math.sqrt(len(values))
+    return m, m - h, m + h
+
+
+def overhead(cell, base, pilot=None):
     """Overhead per event of cell against base, and the slowdown.  Both
     come from one test: paired t over the repetitions both cells ran,
     else Welch's t; the slowdown is exp of the same interval taken on
     the logarithms of the per-repetition times (a ratio of geometric
-    means), so the baseline's own variance is in both.  In instructions
-    (a lab guest) always Welch's: under -icount nothing drifts between
-    runs for pairing to cancel, and a cell may come from another boot
-    than its baseline (make lab's guests share a suite's configurations)."""
+    means), so the baseline's own variance is in both.  PILOT: the cell
+    ran as many times as its first PILOT repetitions asked for (settle),
+    and the paired interval is Stein's (stein_ci).  In instructions (a
+    lab guest) always Welch's: under -icount nothing drifts between runs
+    for pairing to cancel, and a cell may come from another boot than its
+    baseline (make lab's guests share a suite's configurations)."""
     common = sorted(set(cell["per_rep_ns"]) & set(base["per_rep_ns"]))
     c, b = cell["per_rep_ns"], base["per_rep_ns"]
     if len(common) >= 2 and INSTRUCTIONS not in (cell.get("unit"), base.get("unit")):
-        m, lo, hi = mean_ci([c[k] - b[k] for k in common])
-        x, xlo, xhi = mean_ci([math.log(c[k] / b[k]) for k in common])
-        method = f"paired t over {len(common)} repetitions"
+        diffs = [c[k] - b[k] for k in common]
+        logs = [math.log(c[k] / b[k]) for k in common]
+        if pilot:
+            m, lo, hi = stein_ci(diffs, pilot)
+            x, xlo, xhi = stein_ci(logs, pilot)
+            method = (f"Stein's two-stage paired t over {len(common)} repetitions "
+                      f"(spread of the first {min(pilot, len(common))})")
+        else:
+            m, lo, hi = mean_ci(diffs)
+            x, xlo, xhi = mean_ci(logs)
+            method = f"paired t over {len(common)} repetitions"
     else:
         a_, b_ = list(c.values()), list(b.values())
         m, lo, hi = welch_ci(a_, b_)
@@ -133,15 +160,20 @@ def overhead(cell, base):
 
 def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns):
     """(stop?, why) for a cell whose timed runs so far are ROWS, its
-    baseline's at the same thread count BASE_ROWS: stop once it has run
-    MIN_RUNS times and its overhead's 95% interval is within +-PRECISION
-    of the mean or within +-PRECISION_NS (so a cost near 0, an idle marker
-    or a probe that never fires, can settle too), or at MAX_RUNS whatever
-    the interval.  A cell whose every run was a verdict (mismatch,
-    corrupted) stops at MIN_RUNS: more runs would not make its cost one
-    to quote.  Without a baseline the cell's own per-event time is judged
-    instead.  A cell none of whose runs measured anything stops at
-    MIN_RUNS."""
+    baseline's at the same thread count BASE_ROWS, by Stein's two stages
+    (stein_ci): its first MIN_RUNS measured repetitions (the pilot; the
+    differences to the baseline's, or without a baseline its own
+    per-event times) fix how many it needs, N = (t x sd / target)^2 where
+    the target is PRECISION of the pilot's mean or PRECISION_NS, whichever
+    is wider (so a cost near 0, an idle marker or a probe that never
+    fires, can settle too), between MIN_RUNS and MAX_RUNS; the cell stops
+    once it has N, or at MAX_RUNS runs.  Nothing after the pilot changes
+    the decision, so the interval keeps its 95% (tests/test_stats.py's
+    Coverage shows it by simulation; stopping on the interval's own width
+    held the true value 91% of the time in noisy cells).  A cell whose
+    every run was a verdict (mismatch, corrupted) stops at MIN_RUNS: more
+    runs would not make its cost one to quote; one none of whose runs
+    measured anything stops at MIN_RUNS."""
     n = len(rows)
     measured = [r for r in rows if r["status"] in MEASURED]
     base = [r for r in base_rows if r["status"] in MEASURED]
@@ -152,26 +184,48 @@ def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns):
     verdicts = {r["status"] for r in measured}
     if verdicts <= set(FINDINGS) and len(measured) == n:
         return True, f"{'/'.join(sorted(verdicts))} in all {n} runs: a verdict, not a cost"
-    cell = cell_stats(measured)
-    if base and rows is not base_rows:
-        o = overhead(cell, cell_stats(base))
-        m, lo, hi = o["mean_ns"], o["lo_ns"], o["hi_ns"]
-    else:
-        m, lo, hi = mean_ci(list(cell["per_rep_ns"].values()))
+    values = pilot_values(cell_stats(measured), cell_stats(base) if base and rows is not base_rows
+                          else None)
     unit = measured[0].get("unit") or DEFAULT_UNIT
     target = f"PRECISION={precision:g} of the mean or PRECISION_NS={precision_ns:g}"
-    if lo is None:
-        text, ok = "no interval yet", False
-    else:
-        half = (hi - lo) / 2
-        text = f"+-{half:.3g} {unit}" + (f", {half / abs(m):.1%} of the mean" if m else "")
-        ok = half <= max(precision * abs(m), precision_ns)
-    if ok:
-        return True, f"precise after {n} runs: {text} (within {target})"
+    if len(values) < min_runs:
+        why = f"{len(values)} of MIN_RUNS={min_runs} pilot runs measured"
+        return (True, f"MAX_RUNS={max_runs} reached: {why}") if n >= max_runs else (False, why)
+    want = runs_needed(values[:min_runs], min_runs, max_runs, precision, precision_ns)
+    m, lo, hi = stein_ci(values, min_runs)
+    half = (hi - lo) / 2
+    text = f"+-{half:.3g} {unit}" + (f", {half / abs(m):.1%} of the mean" if m else "")
+    asked = f"the {min_runs} pilot runs asked for {want[1]}"
+    if len(values) >= want[0]:
+        if want[1] > max_runs:
+            return True, f"MAX_RUNS={max_runs} reached: {text} ({asked}; wider than {target})"
+        return True, f"precise after {n} runs: {text} ({asked}; within {target})"
     if n >= max_runs:
-        return True, f"MAX_RUNS={max_runs} reached: {text}" + (
-            f" (wider than {target})" if lo is not None else "")
-    return False, text
+        return True, f"MAX_RUNS={max_runs} reached: {text} ({asked}; some runs failed)"
+    return False, f"{len(values)} of {want[0]} runs: {text} ({asked})"
+
+
+def pilot_values(cell, base=None):
+    """What settle and the report's interval are computed from, in the
+    order the repetitions ran: the cell's differences to BASE at the
+    repetitions both measured, or without a baseline its own per-event
+    times."""
+    c = cell["per_rep_ns"]
+    if base is None:
+        return [c[k] for k in sorted(c)]
+    b = base["per_rep_ns"]
+    return [c[k] - b[k] for k in sorted(set(c) & set(b))]
+
+
+def runs_needed(pilot, min_runs, max_runs, precision, precision_ns):
+    """(runs to make, runs the PILOT asked for): Stein's second stage,
+    N = (t(pilot - 1) x the pilot's sd / target)^2, the target being
+    PRECISION of its mean or PRECISION_NS, at least MIN_RUNS, at most
+    MAX_RUNS."""
+    m0, s0 = statistics.fmean(pilot), statistics.stdev(pilot)
+    d = max(precision * abs(m0), precision_ns)
+    need = max(min_runs, math.ceil((t95(len(pilot) - 1) * s0 / d) ** 2)) if d > 0 else max_runs
+    return min(max_runs, need), need
 
 
 def tracer_steady(warmups, runs):
@@ -254,10 +308,20 @@ def analyse(rows, meta):
     for c in out:
         b = base.get(c["threads"])
         if c["n_runs"]:
-            c["overhead"] = overhead(c, b) if b and c["config"] != BASELINE else None
+            c["overhead"] = (overhead(c, b, pilot(meta))
+                             if b and c["config"] != BASELINE else None)
     scaling([c for c in out if c["n_runs"]], ncpu)
     return {"cells": out, **outcomes(rows), "has_baseline": bool(base), "cpus": ncpu,
             "sites": sites(out)}
+
+
+def pilot(meta):
+    """The pilot's runs where the folder's cells stopped by Stein's two
+    stages (meta.json "stopping", format 8), else None: an older folder's
+    cells stopped on their interval's width, and a RUNS=N one's ran N
+    times, both read with the plain t interval."""
+    s = (meta or {}).get("stopping") or {}
+    return s.get("pilot") if s.get("rule") == "stein" else None
 
 
 def config_rank(seen):

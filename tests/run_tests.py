@@ -81,6 +81,12 @@ def main(argv):
             else:
                 yield t
     tests = [t for t in flatten(suite) if not pick or any(p in t.id() for p in pick)]
+    if os.geteuid() == 0:
+        # The root tests attach, mount and start daemons: one kit at a time
+        # on the machine (the runs they start go on under this lock).
+        sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
+        import host
+        host.lock("tests")
     broken = [t for t in tests if type(t).__name__ == "_FailedTest"]
     before = kit_test.tracing_state()
     runner = unittest.TextTestRunner(verbosity=2, stream=sys.stdout, resultclass=Outcomes)

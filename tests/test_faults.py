@@ -3,11 +3,12 @@ tracing state left exactly as it was, including what a dead tracer left."""
 import glob
 import os
 import signal
+import subprocess
 import tempfile
 import time
 import unittest
 
-from kit_test import (ROOT, StateTest, build, kill_during, kit, need_root, need_tracer, pids_of,
+from kit_test import (ROOT, RUN_PY, SCRIPTS, StateTest, build, kill_during, kit, need_root, need_tracer, pids_of,
                       rows_of, run, start_kit, tracing_state, unavailable, wait_for)
 import configs
 import elfinfo
@@ -381,6 +382,43 @@ class Leftovers(StateTest):
         self.assertEqual(tracefs.leftovers(text, target, {4242}),
                          [("uprobes", f"p_{target.replace('/', '_')}_0x1234_1_bcc_4242"),
                           ("uprobes", "stapprobe_4242_0")])
+
+
+class OneAtATime(unittest.TestCase):
+    """A second kit on the machine says who holds the lock and waits,
+    before it installs, builds or attaches anything; once the first one
+    ends it runs.  (A lock file of the test's own, KIT_LOCK: the suite
+    holds the machine's.)"""
+
+    def test_a_second_kit_waits(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(os.environ, KIT_LOCK=os.path.join(tmp, "kit.lock"))
+            holder = subprocess.Popen(
+                ["python3", "-c", "import sys, time; sys.path.insert(0, sys.argv[1]); "
+                 "import host; host.lock('holder'); print('held', flush=True); time.sleep(120)",
+                 SCRIPTS], env=env, stdout=subprocess.PIPE, text=True)
+            res = os.path.join(tmp, "results")
+            try:
+                self.assertEqual(holder.stdout.readline(), "held\n")
+                p = subprocess.Popen(["python3", RUN_PY, "--no-install", "1", "--no-report",
+                                      "--results", res, "--quick", "1", "--threads", "1",
+                                      "--configs", "baseline"], cwd=ROOT, env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                line = p.stderr.readline()
+                self.assertIn(f"another kit holds {env['KIT_LOCK']} (pid {holder.pid}, holder); "
+                              "waiting for it to finish", line)
+                time.sleep(1)
+                self.assertIsNone(p.poll(), "it did not wait")
+                self.assertFalse(os.path.exists(res), "it made its results folder while waiting")
+                holder.kill()
+                holder.wait()
+                _, err = p.communicate(timeout=300)
+                self.assertEqual(p.returncode, 0, err[-2000:])
+                self.assertIn("is ours now", err)
+                (row,), _ = rows_of(res)
+                self.assertEqual(row["status"], "ok")
+            finally:
+                holder.kill()
 
 
 if __name__ == "__main__":

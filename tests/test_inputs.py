@@ -59,6 +59,17 @@ class BadInput(StateTest):
                     self.assertEqual(os.listdir(res), [], "a results folder was left")
             self.assertFalse(os.path.exists(os.path.join(ROOT, "x")))
 
+    def test_unwritable_results(self):
+        """A results folder that cannot be written: a clear error before
+        anything is installed, built or attached (the state check), and
+        nothing made there."""
+        r = kit(["--quick", "1", "--configs", "baseline,ftrace-sdt"], "/proc/kit-test/results")
+        self.assertEqual(r.returncode, 2, r.stderr[-2000:])
+        self.assertIn("run: cannot write results under /proc/kit-test/results: /proc: ", r.stderr)
+        self.assertIn("nothing was done", r.stderr)
+        self.assertNotIn("installing", r.stderr)
+        self.assertFalse(os.path.exists("/proc/kit-test"))
+
     def test_variables_from_the_environment(self):
         """make hands the variables over in the environment: checked the
         same way, and a flag given to run.py wins over them."""

@@ -266,10 +266,12 @@ class Sizing(StateTest):
 
 
 class Adaptive(StateTest):
-    """Without RUNS each cell runs until its interval is precise enough
-    (stats.settle), between MIN_RUNS and MAX_RUNS times, in interleaved
-    rounds; with RUNS, exactly RUNS times.  A plan is said first and the
-    time it took at the end."""
+    """Without RUNS each cell runs as many times as its first MIN_RUNS
+    (the pilot) ask for (stats.settle, Stein's two stages), between
+    MIN_RUNS and MAX_RUNS times, in interleaved rounds, and the folder
+    says so (meta.json "stopping": the report's interval follows it);
+    with RUNS, exactly RUNS times.  A plan is said first and the time it
+    took at the end."""
 
     def test_cells_stop_when_settled(self):
         need_tracer(self, "ftrace")
@@ -280,7 +282,11 @@ class Adaptive(StateTest):
                      "--configs", "baseline,idle-sdt,ftrace-sdt", "--warm-up", "all"], res)
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
             _, folder = rows_of(res)
-            rows, _, _ = record.load(folder)
+            rows, meta, _ = record.load(folder)
+        self.assertEqual(meta["stopping"], {"rule": "stein", "pilot": 2, "max_runs": 5})
+        traced = [c for c in stats.analyse([x for x in rows if x["rep"] >= 1], meta)["cells"]
+                  if c["config"] == "ftrace-sdt"]
+        self.assertIn("Stein's two-stage paired t", traced[0]["overhead"]["method"])
         self.assertRegex(r.stderr, r"run: plan: 3 cells \(3 configurations x THREADS=1\), "
                                    r"3 warm-ups, 2\.\.5 runs \(until PRECISION\) each: about "
                                    r"\d+s \(at least \d+s, at most \d+s\)")

@@ -73,6 +73,23 @@ class Verdict(unittest.TestCase):
         self.assertIsNone(expected("stap", "unverifiable"))
 
 
+class Folder(unittest.TestCase):
+    def test_odd_characters_kept(self):
+        """A reason with a line break, a form feed or U+2028 (a tool's
+        message) is written and read back whole, its row kept."""
+        import tempfile
+        import configs
+        reason = "stap said:\nline two\x0cpage\u2028separator"
+        with tempfile.TemporaryDirectory() as tmp:
+            f = record.Folder(tmp, name="odd")
+            f.write(record.failed_row(configs.BY_NAME["ftrace-sdt"], 1, reason, rep=1))
+            f.write(record.skipped_row(configs.BY_NAME["baseline"], 2, "fine"))
+            f.close()
+            rows, _, warnings = record.load(f.dir)
+        self.assertEqual(warnings, [])
+        self.assertEqual([r["reason"] for r in rows], [reason, "fine"])
+
+
 class PerfLost(unittest.TestCase):
     """perf record's lost samples, from `perf report --stats` as perf 6.1
     printed it here (tests/fixtures/perf/): 2 runs of benchmark-sdt at 2

@@ -3,6 +3,7 @@ on small fixture folders: per-event times, overheads and intervals, when
 a cell has run enough, and the pairing of rounds."""
 import math
 import os
+import random
 import unittest
 
 from kit_test import FIXTURES, cells
@@ -162,11 +163,14 @@ class ByHand(unittest.TestCase):
         self.assertEqual(rows[0][:3], ["bare call (baseline)", "0.27 s", "1.0x"])
         self.assertEqual(rows[1][2:4], ["191.9x", "5155"])  # 51.82/0.27; (51.82-0.27)/10M s
         self.assertEqual(rows[2][2:4], ["102.2x", "2733"])  # 27.60/0.27; (27.60-0.27)/10M s
-        # mark-time median 10.4 ns / baseline 1.1 ns = 9.4545; 10M calls =
-        # 0.104 s; 10.4 - 1.1 = 9.3 ns over the bare call.
-        self.assertEqual(rows[2][4:7], ["0.104 s", "9.45x", "9.3"])
+        # Means, as the answers quote them: mark-time (10.0 + 10.4 + 11.2)
+        # / 3 = 10.533 ns / baseline (1.0 + 1.1 + 1.2) / 3 = 1.1 ns = 9.576;
+        # 10M calls = 0.105 s; its paired overhead (9.0 + 9.3 + 10.0) / 3 =
+        # 9.433, 9.4 ns over the bare call.
+        self.assertEqual(rows[2][4:7], ["0.105 s", "9.58x", "9.4"])
         self.assertEqual(rows[3][3], "840")  # 8.4 s / 10M
-        self.assertEqual(rows[3][6], "0.80")  # 10.4 - 9.6: the time call's share
+        # the time call's share: 9.433 - stap-mark's (8.2 + 8.5 + 9.2) / 3 = 8.633: 0.80
+        self.assertEqual(rows[3][6], "0.80")
 
 
 class KernelHistory(unittest.TestCase):
@@ -202,9 +206,10 @@ class KernelHistory(unittest.TestCase):
 
 
 class Settle(unittest.TestCase):
-    """When a cell has run enough (stats.settle), worked by hand: the
-    baseline takes 1.0, 1.1 and 1.2 ns a call in repetitions 1..3;
-    PRECISION=0.1, PRECISION_NS=0.5."""
+    """When a cell has run enough (stats.settle, Stein's two stages),
+    worked by hand: the baseline takes 1.0, 1.1 and 1.2 ns a call in
+    repetitions 1..3 (1.3, 1.4 ... after); MIN_RUNS=3 (the pilot),
+    PRECISION=0.1, PRECISION_NS=0.5; t(2) = 4.303."""
 
     @staticmethod
     def rows(per_call, status="ok"):
@@ -212,7 +217,7 @@ class Settle(unittest.TestCase):
                  "thread_wall_ns": str(round(ns * 1000)), "unit": "ns"}
                 for i, ns in enumerate(per_call)]
 
-    BASE = [1.0, 1.1, 1.2]
+    BASE = [1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9]
     TARGET = "PRECISION=0.1 of the mean or PRECISION_NS=0.5"
 
     def settle(self, cell, max_runs=10, status="ok"):
@@ -222,27 +227,59 @@ class Settle(unittest.TestCase):
         self.assertEqual(self.settle([101.0, 101.1]), (False, "2 of MIN_RUNS=3"))
 
     def test_precise(self):
-        # Differences 100, 100, 100: sd 0, the interval [100, 100].
+        # Differences 100, 100, 100: sd 0, so the pilot asks for no more
+        # than MIN_RUNS; the interval [100, 100].
         self.assertEqual(self.settle([101.0, 101.1, 101.2]),
-                         (True, f"precise after 3 runs: +-0 ns, 0.0% of the mean (within "
-                                f"{self.TARGET})"))
+                         (True, f"precise after 3 runs: +-0 ns, 0.0% of the mean (the 3 pilot "
+                                f"runs asked for 3; within {self.TARGET})"))
+
+    def test_the_pilot_fixes_the_runs(self):
+        # Differences 95, 100, 105: mean 100, sd 5; the target 10% of 100
+        # = 10 ns; N = (4.303 x 5 / 10)^2 = 4.63, so 5 runs.  Stein's
+        # half-width uses the pilot's sd: at 3 runs 4.303 x 5 / sqrt(3) =
+        # 12.4 ns; at 5, whatever runs 4 and 5 were (here 100 and 100,
+        # mean 100), 4.303 x 5 / sqrt(5) = 9.62 ns.
+        cell = [96.0, 101.1, 106.2]
+        self.assertEqual(self.settle(cell), (False, "3 of 5 runs: +-12.4 ns, 12.4% of the mean "
+                                                    "(the 3 pilot runs asked for 5)"))
+        self.assertEqual(self.settle(cell + [101.3]), (False, "4 of 5 runs: +-10.8 ns, 10.8% of "
+                                                             "the mean (the 3 pilot runs asked "
+                                                             "for 5)"))
+        self.assertEqual(self.settle(cell + [101.3, 101.4]),
+                         (True, f"precise after 5 runs: +-9.62 ns, 9.6% of the mean (the 3 pilot "
+                                f"runs asked for 5; within {self.TARGET})"))
+        # ... and runs after the pilot never change the decision: a wild
+        # fourth run does not stop the cell early, nor keep it running.
+        self.assertFalse(self.settle(cell + [500.3])[0])
+        self.assertTrue(self.settle(cell + [500.3, 0.4])[0])
 
     def test_too_wide_until_max_runs(self):
-        # Differences 90, 100, 110: mean 100, sd 10, half-width
-        # 4.303 x 10 / sqrt(3) = 24.84 ns, 24.8% of the mean: more than
-        # both 10 ns and 0.5 ns.
+        # Differences 90, 100, 110: mean 100, sd 10; N = (4.303 x 10 /
+        # 10)^2 = 18.5, so 19, more than MAX_RUNS; the half-width at 3 runs
+        # 4.303 x 10 / sqrt(3) = 24.84 ns, 24.8% of the mean.
         cell = [91.0, 101.1, 111.2]
-        self.assertEqual(self.settle(cell), (False, "+-24.8 ns, 24.8% of the mean"))
+        self.assertEqual(self.settle(cell), (False, "3 of 10 runs: +-24.8 ns, 24.8% of the mean "
+                                                    "(the 3 pilot runs asked for 19)"))
         self.assertEqual(self.settle(cell, max_runs=3),
-                         (True, f"MAX_RUNS=3 reached: +-24.8 ns, 24.8% of the mean (wider than "
-                                f"{self.TARGET})"))
+                         (True, f"MAX_RUNS=3 reached: +-24.8 ns, 24.8% of the mean (the 3 pilot "
+                                f"runs asked for 19; wider than {self.TARGET})"))
 
     def test_a_cost_near_zero_settles_in_ns(self):
-        # Differences 0.1, -0.1, 0: mean 0, sd 0.1, half-width
-        # 4.303 x 0.1 / sqrt(3) = 0.248 ns <= PRECISION_NS=0.5; as a fraction
-        # of a mean of 0 it could never settle.
+        # Differences 0.1, -0.1, 0: mean 0, sd 0.1; the target PRECISION_NS
+        # = 0.5 (10% of a mean of 0 could never be reached); N = (4.303 x
+        # 0.1 / 0.5)^2 = 0.74, so MIN_RUNS; half-width 4.303 x 0.1 / sqrt(3)
+        # = 0.248 ns.
         self.assertEqual(self.settle([1.1, 1.0, 1.2]),
-                         (True, f"precise after 3 runs: +-0.248 ns (within {self.TARGET})"))
+                         (True, f"precise after 3 runs: +-0.248 ns (the 3 pilot runs asked for "
+                                f"3; within {self.TARGET})"))
+
+    def test_steins_interval_by_hand(self):
+        # 4 differences 95, 100, 105, 100, pilot 3: mean 100, the pilot's
+        # sd 5, 4.303 x 5 / sqrt(4) = 10.76.
+        m, lo, hi = stats.stein_ci([95.0, 100.0, 105.0, 100.0], 3)
+        self.assertAlmostEqual(m, 100.0)
+        self.assertAlmostEqual(hi - m, 10.7575, places=4)
+        self.assertAlmostEqual(m - lo, 10.7575, places=4)
 
     def test_a_verdict_is_not_run_on(self):
         """A probe that never fires (mismatch) or corrupts in every run has
@@ -253,6 +290,70 @@ class Settle(unittest.TestCase):
     def test_nothing_measured(self):
         self.assertEqual(self.settle([1, 1, 1], status="failed"),
                          (True, "none of 3 runs measured anything"))
+
+
+class Coverage(unittest.TestCase):
+    """An interval is a promise: under the kit's own stopping rule
+    (stats.settle, the runner's; MIN_RUNS=3, MAX_RUNS=10, PRECISION=0.15,
+    PRECISION_NS=0.5, the defaults) the report's 95% interval
+    (stats.overhead, as analyse() gives it for a folder whose cells
+    stopped so) holds the true overhead in at least 94% of simulated cells,
+    with noise like this machine's: a run-to-run CV of 2% to 20%, 1% of
+    runs slowed by 20-50% (a noisy neighbour), and a drift of 2% between
+    rounds that hits a cell and its baseline alike.  The rule it replaced,
+    stopping on the interval's own width, is simulated beside it and falls
+    below 94% at 20% CV: the check can fail."""
+    CELLS = 4000
+    TRUE, BASE = 5000.0, 2.0  # ns a call: a uprobe's cost, the bare call
+    OUTLIERS, DRIFT = 0.01, 0.02
+    # the true mean difference: an outlier (x1.2..1.5, mean x1.35) raises
+    # the cell's mean by 1% x 0.35 of it, and the baseline's as much of its own
+    TRUTH = TRUE * (1 + OUTLIERS * 0.35)
+
+    @staticmethod
+    def row(rep, ns):
+        return {"rep": rep, "iterations": 1000, "threads": 1, "status": "ok",
+                "thread_wall_ns": str(round(ns * 1000)), "unit": "ns"}
+
+    def cell(self, rng, cv, rule):
+        c_rows, b_rows = [], []
+        while True:
+            drift = 1 + rng.gauss(0, self.DRIFT)  # one round's, for both
+
+            def run(mu):
+                v = mu * drift * (1 + rng.gauss(0, cv))
+                return v * (1.2 + 0.3 * rng.random()) if rng.random() < self.OUTLIERS else v
+            b_rows.append(self.row(len(b_rows) + 1, run(self.BASE)))
+            c_rows.append(self.row(len(c_rows) + 1, run(self.BASE + self.TRUE)))
+            if rule(c_rows, b_rows, 3, 10, 0.15, 0.5)[0]:
+                meta = {"stopping": {"rule": "stein", "pilot": 3}} if rule is stats.settle else {}
+                return stats.overhead(stats.cell_stats(c_rows), stats.cell_stats(b_rows),
+                                      stats.pilot(meta)), len(c_rows)
+
+    @staticmethod
+    def on_width(rows, base_rows, min_runs, max_runs, precision, precision_ns):
+        """The rule settle replaced: stop once the t interval is narrow enough."""
+        v = stats.pilot_values(stats.cell_stats(rows), stats.cell_stats(base_rows))
+        if len(v) < min_runs:
+            return False, ""
+        m, lo, hi = stats.mean_ci(v)
+        return (hi - lo) / 2 <= max(precision * abs(m), precision_ns) or len(v) >= max_runs, ""
+
+    def coverage(self, cv, rule, seed):
+        rng = random.Random(seed)
+        got = [self.cell(rng, cv, rule) for _ in range(self.CELLS)]
+        held = sum(o["lo_ns"] <= self.TRUTH <= o["hi_ns"] for o, _ in got)
+        return held / self.CELLS, sum(n for _, n in got) / self.CELLS
+
+    def test_the_interval_keeps_its_promise(self):
+        for seed, cv in enumerate((0.02, 0.05, 0.10, 0.20)):
+            with self.subTest(cv=cv):
+                held, runs = self.coverage(cv, stats.settle, seed)
+                self.assertGreaterEqual(held, 0.94, f"{held:.1%} held, {runs:.1f} runs a cell")
+
+    def test_stopping_on_the_width_breaks_it(self):
+        held, _ = self.coverage(0.20, self.on_width, 3)
+        self.assertLess(held, 0.94)
 
 
 class Pairing(unittest.TestCase):

@@ -40,9 +40,12 @@ def read(path):
 
 
 def inputs(value):
-    """An input as meta.json records it (configurations by name)."""
+    """An input as meta.json records it: configurations by name, a path
+    into the checkout relative to it (build/timings.json), never absolute."""
     if isinstance(value, list) and value and isinstance(value[0], configs.Config):
         return [c.name for c in value]
+    if isinstance(value, str) and value.startswith(ROOT + os.sep):
+        return os.path.relpath(value, ROOT)
     return value
 
 

@@ -8,6 +8,7 @@ Nothing to run: run.py calls prepare() and measure().
 """
 import os
 import random
+import tempfile
 import time
 
 import host
@@ -25,9 +26,36 @@ from stats import settle
 from tracers.base import TracerError
 
 
+MIN_FREE_MB = 64  # free space the results folder needs to start
+
+
+def results_problem(path):
+    """Why no results can be written under PATH (not a folder, not
+    writable, its disk nearly full), or None: found by writing a file
+    there and removing it, before anything is installed or built."""
+    p = os.path.abspath(path)
+    while not os.path.exists(p):
+        p = os.path.dirname(p)
+    if not os.path.isdir(p):
+        return f"{p} is not a folder"
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".kit-write-test-", dir=p)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        return f"{p}: {e.strerror}"
+    st = os.statvfs(p)
+    free = st.f_bavail * st.f_frsize // 2 ** 20
+    return f"{p} has {free} MiB free, less than {MIN_FREE_MB} MiB" if free < MIN_FREE_MB else None
+
+
 def prepare(args, wanted):
     """Installs, builds and checks what can run here: the skip reasons by
     configuration, or an exit status when nothing may run."""
+    why = results_problem(args.results)
+    if why:
+        say(f"run: cannot write results under {args.results}: {why}; nothing was done")
+        return 2
     host.install("run", env.missing_packages(wanted), args.no_install)
     if not host.make_all("run"):
         return 1
@@ -62,6 +90,9 @@ def measure(kit, args, wanted, skip):
     say(f"run: results in {os.path.relpath(kit.folder.dir, host.ROOT)}; interleaving seed "
         f"{args.seed} (SEED= replays the order)")
     meta["skipped"] = skip
+    # how the cells stop, which the report's interval follows (stats.pilot)
+    meta["stopping"] = ({"rule": "fixed", "runs": args.runs} if args.runs else
+                        {"rule": "stein", "pilot": args.min_runs, "max_runs": args.max_runs})
     meta.update(env.environment(args, sorted({c.build for c in args.configs})))
     meta["tracers"] = {n: line for n in wanted if (line := tracers.get(n).describe())}
     kit.folder.write_meta()

@@ -180,7 +180,7 @@ def answers(a, p, rows, meta, folder, plots=(), terminal=False, guest=None):
                       f"answered {kernel.answer(env)}):", ""] + sites
         if a["has_baseline"]:
             lines += ["", "The 2011 post beside today (10M calls, 1 thread, scaled):", ""]
-            head = ["probe", "2011", "today, this machine", "today's configuration"]
+            head = ["probe", "2011", "today, this machine (mean)", "today's configuration"]
             if guest:
                 head[3:3] = [guest_head(guest)]
             lines.append(table(head, [
