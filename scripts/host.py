@@ -21,6 +21,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")
 STOP_GRACE_S = 120  # for a group's processes to clean up after SIGTERM (mmdebstrap unmounts)
+TOOL_GRACE_S = 10  # for a tracer's tool (run whole) to end after SIGTERM
 POLL_S = 0.1  # wait_for's step
 
 
@@ -51,8 +52,10 @@ SIGNALLED = []
 _deferring = [0]
 
 
-class Interrupted(Exception):
-    """The kit was told to stop (a signal: SIGNALLED names it)."""
+class Interrupted(KeyboardInterrupt):
+    """The kit was told to stop (a signal: SIGNALLED names it); a
+    KeyboardInterrupt, so that no `except Exception` swallows it and the
+    lab's Ctrl-C paths take it as Ctrl-C."""
 
 
 def check_signalled():
@@ -77,24 +80,13 @@ def stoppable():
     in it, but for deferred steps (a cleanup inside it: unstoppable())."""
     def on_signal(signum, _frame):
         SIGNALLED.append(signal.Signals(signum).name)
-        if not _deferring[0]:
+        # only the first stops the kit: a second Ctrl-C must not cut the
+        # cleanup the first one started
+        if not _deferring[0] and len(SIGNALLED) == 1:
             raise Interrupted(SIGNALLED[-1])
     old = {s: signal.getsignal(s) for s in STOPS}
     for s in STOPS:
         signal.signal(s, on_signal)
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
-@contextlib.contextmanager
-def unstoppable():
-    """The block (a cleanup) runs to its end: STOPS are ignored meanwhile."""
-    old = {s: signal.getsignal(s) for s in STOPS}
-    for s in STOPS:
-        signal.signal(s, signal.SIG_IGN)
     try:
         yield
     finally:
@@ -132,7 +124,7 @@ def lock(who):
     os.makedirs(os.path.dirname(LOCK), exist_ok=True)
     said = False
     while True:
-        f = open(LOCK, "a+")
+        f = open_lock()
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -153,12 +145,28 @@ def lock(who):
         f.close()  # its holder removed the file as we waited on it: the new one's
     if said:
         say(f"{who}: {LOCK} is ours now")
-    f.seek(0)
-    f.truncate()
-    f.write(f"{os.getpid()} {who}\n")
-    f.flush()
+    if f.writable():
+        f.seek(0)
+        f.truncate()
+        f.write(f"{os.getpid()} {who}\n")
+        f.flush()
     _held.append(f)
     atexit.register(unlock)
+
+
+def open_lock():
+    """LOCK opened for its flock: made writable by all (a kit without root,
+    uftrace's and LTTng's rows, takes it too), read-only where another
+    user's file is not writable (flock needs no write)."""
+    try:
+        fd = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            os.fchmod(fd, 0o666)
+        except PermissionError:
+            pass  # another user's file, open for writing all the same
+        return os.fdopen(fd, "r+")
+    except PermissionError:
+        return open(LOCK, "r")
 
 
 def same_file(f, path):
@@ -172,8 +180,11 @@ def unlock():
     """The lock's file removed (while still held, so that a kit waiting
     on it takes the next one, see lock()) and let go."""
     for f in _held:
-        if same_file(f, LOCK):
-            os.unlink(LOCK)
+        try:
+            if same_file(f, LOCK):
+                os.unlink(LOCK)
+        except OSError:
+            pass  # another user's file, in a sticky folder: it stays, unlocked
         f.close()
     _held.clear()
 
@@ -187,36 +198,51 @@ class Timeout(Exception):
         self.cmd, self.timeout, self.output = cmd, timeout, output
 
 
+def default_signals():
+    """In a child before it execs: STOPS as the system has them (a kit
+    that ignored them would hand that on, and its SIGTERM would not stop a
+    hung tool)."""
+    for s in STOPS:
+        signal.signal(s, signal.SIG_DFL)
+
+
 def run(cmd, timeout=None, log=None, env=None, cwd=None, group=False, capture=True,
-        stdin=subprocess.DEVNULL, stderr=True, whole=False):
+        stdin=subprocess.DEVNULL, stderr=True, whole=False, grace=None):
     """Runs CMD (a list, never a shell string) and returns (exit status,
     its output: stdout and, unless not STDERR (then discarded), stderr
     together, text; '' unless CAPTURE, when the output goes to the kit's
     stderr instead).  LOG, if given, gets
     `$ CMD` and the output appended.  GROUP: in a process group of its own,
     which, stopped early (TIMEOUT, Ctrl-C, SIGTERM), gets SIGTERM and then
-    SIGKILL after STOP_GRACE_S; else only CMD is killed.  WHOLE: a step no
-    signal may cut in half (deferred(), in a group of its own so that the
-    terminal's signals do not reach it either).  Past TIMEOUT: Timeout,
+    SIGKILL after GRACE seconds (STOP_GRACE_S); else only CMD is killed.
+    WHOLE: a step no signal may cut in half (deferred(), in a group of its
+    own so that the terminal's signals do not reach it either; GRACE
+    TOOL_GRACE_S unless given).  Past TIMEOUT: Timeout,
     carrying the output so far.  OSError (no such program) is the
     caller's."""
+    if grace is None:
+        grace = TOOL_GRACE_S if whole else STOP_GRACE_S
     if whole:
         with deferred():
-            return run(cmd, timeout, log, env, cwd, True, capture, stdin, stderr)
+            return run(cmd, timeout, log, env, cwd, True, capture, stdin, stderr, grace=grace)
     out = subprocess.PIPE if capture else sys.stderr
     err = (subprocess.STDOUT if stderr else subprocess.DEVNULL) if capture else None
     p = subprocess.Popen(cmd, stdout=out, stderr=err,
                          text=True, errors="replace", stdin=stdin, env=env, cwd=cwd,
-                         start_new_session=group)
+                         start_new_session=group, preexec_fn=default_signals)
     timed_out = False
     try:
         text, _ = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as e:
+        # what it printed so far (bytes, whatever text=); the pipe is not
+        # read again: a child it left behind may hold it open for ever
         timed_out = True
-        stop(p, group)
-        text = p.stdout.read() if capture else ""
+        stop(p, group, grace)
+        text = (e.output or b"").decode(errors="replace") if capture else ""
+        if p.stdout:
+            p.stdout.close()
     except BaseException:
-        stop(p, group)
+        stop(p, group, grace)
         raise
     text = text or ""
     if log:
@@ -227,10 +253,10 @@ def run(cmd, timeout=None, log=None, env=None, cwd=None, group=False, capture=Tr
     return p.returncode, text
 
 
-def stop(p, group=True):
+def stop(p, group=True, grace=STOP_GRACE_S):
     """SIGTERM to P (its process group where GROUP), SIGKILL if it is not
-    gone in STOP_GRACE_S; P reaped."""
-    for sig, wait in ((signal.SIGTERM, STOP_GRACE_S if group else 5), (signal.SIGKILL, None)):
+    gone in GRACE seconds (5 for a lone command); P reaped."""
+    for sig, wait in ((signal.SIGTERM, grace if group else 5), (signal.SIGKILL, None)):
         try:
             if group:
                 os.killpg(p.pid, sig)
@@ -316,16 +342,20 @@ def install(who, pkgs, forbid):
         return
     say(f"{who}: installing the Debian packages it needs: {' '.join(pkgs)}")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    run(["apt-get", "update", "-qq"], env=env, whole=True)
-    if run(["apt-get", "install", "-y", "-qq", *pkgs], env=env, whole=True)[0] != 0:
-        say(f"{who}: apt-get could not install them all; what needs them will be skipped")
+    run(["apt-get", "update", "-qq"], env=env, whole=True, grace=STOP_GRACE_S)
+    code, out = run(["apt-get", "install", "-y", "-qq", *pkgs], env=env, whole=True,
+                    grace=STOP_GRACE_S)
+    if code != 0:
+        said = [ln for ln in out.splitlines() if ln.startswith(("E:", "W:"))][-5:]
+        say(f"{who}: apt-get could not install them all; what needs them will be skipped"
+            + "".join(f"\n{who}:   {ln}" for ln in said))
 
 
 def build_needs():
     """The Debian packages the builds that cannot be made here need
     (`make needs`): the runner's and the lab's (the lab's guests run the
     builds made here)."""
-    return set(run(["make", "-s", "-C", ROOT, "needs"])[1].split())
+    return set(run(["make", "-s", "-C", ROOT, "needs"], stderr=False)[1].split())
 
 
 def make_all(who):

@@ -60,7 +60,6 @@ import argparse
 import dataclasses
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -168,32 +167,28 @@ def main(argv=None):
     if os.geteuid() != 0:
         say("lab: needs root (mmdebstrap, chroot, module loading in the guest)")
         return 2
-    host.lock("lab")  # one kit at a time (two labs would delete each other's images)
-    need_host_tools(args.no_install)
-    if not host.make_all("lab"):
-        return 1
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    top = os.path.join(args.results, f"{stamp}-lab")
-    os.makedirs(LAB_DIR, exist_ok=True)
-    log = os.path.join(LAB_DIR, f"lab-{stamp}.log")
-    state = {}
-
-    def on_term(_signum, _frame):
-        raise KeyboardInterrupt  # the same clean-up as Ctrl-C
-    # SIGTERM and SIGHUP (a terminal that hung up) as Ctrl-C (host.STOPS)
-    old = {s: signal.signal(s, on_term) for s in host.STOPS if s != signal.SIGINT}
+    # SIGINT, SIGTERM and SIGHUP alike (host.STOPS): host.Interrupted is a
+    # KeyboardInterrupt, so every Ctrl-C path below takes it; only the
+    # first stops the lab, and a deferred step (apt-get) ends first.
     folders = []
-    try:
-        for name in args.lab:
-            d = run_suite(name, args, top, log, state)
-            if d:
-                folders.append(d)
-    except KeyboardInterrupt:
-        say("lab: interrupted; the guest is stopped and nothing is left mounted")
-        return 130
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+    with host.stoppable():
+        try:
+            host.lock("lab")  # one kit at a time (two labs would delete each other's images)
+            need_host_tools(args.no_install)
+            if not host.make_all("lab"):
+                return 1
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            top = os.path.join(args.results, f"{stamp}-lab")
+            os.makedirs(LAB_DIR, exist_ok=True)
+            log = os.path.join(LAB_DIR, f"lab-{stamp}.log")
+            state = {}
+            for name in args.lab:
+                d = run_suite(name, args, top, log, state)
+                if d:
+                    folders.append(d)
+        except KeyboardInterrupt:
+            say("lab: interrupted; the guest is stopped and nothing is left mounted")
+            return 130
     if args.shell:
         return 0
     # The report writes and prints the top folder's summary.md (it draws no

@@ -63,7 +63,7 @@ def main(argv=None):
                 "kept, and everything attached is undone")
             return 1
         finally:
-            with host.unstoppable():
+            with host.deferred():  # the cleanup runs to its end, whatever comes
                 try:
                     kit.close()
                 except OSError as e:  # meta.json on a full disk: runs.csv is whole

@@ -34,7 +34,9 @@ IN_CI = os.environ.get("CI") == "true"
 # (a daemon, a tracer's stray child) is re-parented here, not to init, so
 # the state checks find it among this process's descendants.
 PR_SET_CHILD_SUBREAPER = 36
-ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+    raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER): the state checks "
+                  "would not see what a run orphaned")
 
 # The runs the tests make keep their timings (TIMINGS, which the plan and
 # WARM_UP=auto read) in a file of the suite's own, not in the checkout's

@@ -12,6 +12,7 @@ from kit_test import (ROOT, RUN_PY, SCRIPTS, StateTest, build, kill_during, kit,
                       rows_of, run, start_kit, tracing_state, unavailable, wait_for)
 import configs
 import elfinfo
+import host
 import record
 import tracers
 from measure import kit as kitmod
@@ -382,6 +383,53 @@ class Leftovers(StateTest):
         self.assertEqual(tracefs.leftovers(text, target, {4242}),
                          [("uprobes", f"p_{target.replace('/', '_')}_0x1234_1_bcc_4242"),
                           ("uprobes", "stapprobe_4242_0")])
+
+
+class Signals(unittest.TestCase):
+    """host.stoppable(), what run.py and lab.py stop by: a stop signal
+    raises Interrupted at once; one that lands in a deferred step (a tool
+    run whole, a detach, the cleanup) is kept for the next check; only the
+    first stops the kit, so a second Ctrl-C cannot cut the cleanup the
+    first started; and a tool gets the signals as the system has them,
+    never an ignored SIGTERM handed down."""
+
+    def tearDown(self):
+        host.SIGNALLED.clear()
+
+    def kill(self, sig):
+        os.kill(os.getpid(), sig)
+        time.sleep(0.05)  # the handler runs between bytecodes: here
+
+    def test_first_stops_deferred_waits(self):
+        host.SIGNALLED.clear()
+        with host.stoppable():
+            with self.assertRaises(host.Interrupted):
+                self.kill(signal.SIGHUP)
+            self.kill(signal.SIGTERM)  # the second: kept, not raised
+            self.assertEqual(host.SIGNALLED, ["SIGHUP", "SIGTERM"])
+            host.SIGNALLED.clear()
+            with host.deferred():
+                self.kill(signal.SIGINT)
+            self.assertEqual(host.SIGNALLED, ["SIGINT"])
+            with self.assertRaises(host.Interrupted):
+                host.check_signalled()
+
+    def test_tools_get_default_signals(self):
+        old = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            _, out = host.run(["sh", "-c", "trap"], whole=True)
+        finally:
+            signal.signal(signal.SIGTERM, old)
+        self.assertNotIn("TERM", out)
+
+    def test_a_timed_out_tool_is_not_waited_for(self):
+        """Past its time limit a command is stopped and its output so far
+        kept, even when a child it left holds the pipe."""
+        t0 = time.monotonic()
+        with self.assertRaises(host.Timeout) as e:
+            host.run(["sh", "-c", "echo start; sleep 3 & sleep 3"], timeout=1)
+        self.assertLess(time.monotonic() - t0, 2.5)
+        self.assertEqual(e.exception.output, "start\n")
 
 
 class OneAtATime(unittest.TestCase):

@@ -175,7 +175,7 @@ class Ties(unittest.TestCase):
                 self.assertEqual(said, {str(top)})
 
     def test_scripts_probe_the_backends_target(self):
-        from tracers import stap
+        from tracers import stap_preflight as stap
         scripts = sorted(glob.glob(os.path.join(ROOT, "stp", "*.stp")))
         self.assertGreater(len(scripts), 3)
         used = {c.script for c in configs.CONFIGS if c.script}

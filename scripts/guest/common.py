@@ -25,7 +25,7 @@ class LabError(Exception):
 def sh(cmd, log, timeout=600, **kw):
     """Runs CMD (a list) in a process group of its own, its output appended
     to LOG; LabError with the line of its output that says what failed
-    (stap.first_error) if it does.  Stopped early (its time limit, Ctrl-C,
+    (stap_preflight.first_error) if it does.  Stopped early (its time limit, Ctrl-C,
     SIGTERM), the whole group gets SIGTERM, then SIGKILL after STOP_GRACE_S:
     mmdebstrap's children hold mounts that only its own clean-up removes."""
     why = stap_build.failure(cmd, log, timeout, **kw)

@@ -16,6 +16,7 @@ import traceback
 import configs
 import record
 import tracers
+import host
 from host import BUILD, ROOT, Interrupted
 from measure import paths
 from measure.supervise import Supervisor
@@ -152,9 +153,11 @@ class Kit:
             ev = tracer.events(run)
             path = uret.path() if uret else None
         finally:
-            self.sup.detach(tracer, run)
-            if uret:
-                self.sup.detach(uret, run)
+            # undone whole: a signal meanwhile is kept for the next check
+            with host.deferred():
+                self.sup.detach(tracer, run)
+                if uret:
+                    self.sup.detach(uret, run)
         if tracer.uprobes and not uret:
             path = paths.entry_path(rec["uprobe_maps"], ev.seen)
         return rec, rusage, ev, path, cmd

@@ -97,15 +97,17 @@ class Tracer:
         return None if os.geteuid() == 0 else "needs root (uprobes and tracefs are root-only)"
 
     @staticmethod
-    def sh(cmd, log=None, check=True, timeout=TOOL_TIMEOUT_S, env=None, stderr=True):
+    def sh(cmd, log=None, check=True, timeout=TOOL_TIMEOUT_S, env=None, stderr=True,
+           whole=True):
         """Run CMD (a list, never a shell string); its output (with its
         stderr, unless not STDERR) goes to LOG (appended) and is returned.
+        WHOLE (a tool that sets up or tears down: it would leak what it was
+        making) is never cut in half by a signal; a tool that only reads
+        out what a run recorded is run with whole=False and stops at once.
         A failure raises TracerError with the command's last line of output."""
         try:
-            # whole: a tool that sets up or tears down is never cut in half
-            # by a signal (it would leak what it was making)
             code, out = host.run(cmd, timeout=timeout, log=log, env=env, stderr=stderr,
-                                 whole=True)
+                                 whole=whole)
         except host.Timeout:
             raise TracerError(f"{cmd[0]} hung for {timeout} s")
         except OSError as e:

@@ -54,7 +54,7 @@ def count(trace_dir, log):
     """babeltrace2's counter over TRACE_DIR: {message kind: count}; the
     counter prints running totals as it goes, the last are final."""
     out = Tracer.sh(["babeltrace2", trace_dir, "-c", "sink.utils.counter"], log=log,
-                    timeout=LONG_TIMEOUT_S)
+                    timeout=LONG_TIMEOUT_S, whole=False)
     counts = {}
     for n, kind in re.findall(r"^\s*(\d+) (\w[\w ]*?) messages?$", out, re.M):
         counts[kind] = int(n)

@@ -47,7 +47,7 @@ class Perf(Tracer):
             return why
         if not tracefs.find() and not tracefs.can_mount():
             return "the kernel has no tracefs for perf probe (CONFIG_TRACING off?)"
-        r = self.sh(["perf", "--version"], check=False)
+        r = self.sh(["perf", "--version"], check=False, whole=False)
         if not r.startswith("perf version"):
             return "perf does not run here: " + (r.strip().splitlines() or ["?"])[-1]
         return None
@@ -90,7 +90,7 @@ class Perf(Tracer):
             if not m:
                 raise TracerError("perf stat printed no count for the event")
             return Events(int(m.group(1)), 0, "counted in the kernel (perf stat)")
-        out = self.sh(["perf", "report", "-i", data, "--stats"], log=run.log)
+        out = self.sh(["perf", "report", "-i", data, "--stats"], log=run.log, whole=False)
         m = re.search(r"SAMPLE events:\s+(\d+)", out)
         if not m:
             raise TracerError("perf report --stats shows no SAMPLE events")
@@ -123,7 +123,7 @@ class Perf(Tracer):
     def distinct_samples(cls, data):
         """Distinct (thread, timestamp, argument) samples in DATA."""
         out = cls.sh(["perf", "script", "-i", data, "-F", "tid,time,trace", "--ns"],
-                     timeout=LONG_TIMEOUT_S, stderr=False)
+                     timeout=LONG_TIMEOUT_S, stderr=False, whole=False)
         return cls.distinct(out)
 
     @staticmethod

@@ -7,11 +7,11 @@ Each configuration's module is `stap -p4 -r TREE -m kit_CONFIG` with the
 flags its run in the guest will have (Stap.for_guest: the module runtime,
 STAP_TIMING), from the kit's root inside the chroot (the scripts name the
 target relative to it, as users run them); a module with a hit report is
-built on a terminal (stap.on_a_tty).  Built modules are kept in a folder
-of the caller's, named by what they are built from (cache_path), until
-the script, the flags, the target, the kernel or SystemTap change.  The
-pre-flight (stap.preflight) and stap's version are asked of the chroot
-too.  Needs root (chroot), the chroot's SystemTap and kernel headers, and
+built on a terminal (stap_preflight.on_a_tty).  Built modules are kept in
+a folder of the caller's, named by what they are built from (cache_path),
+until the script, the flags, the target, the kernel or SystemTap change.
+The pre-flight (stap_preflight.preflight) and stap's version are asked of
+the chroot too.  Needs root (chroot), the chroot's SystemTap and kernel headers, and
 its /proc and /dev mounted by the caller.
 
 Nothing to run: guest/modules.py calls it.
@@ -23,7 +23,7 @@ import shutil
 import time
 
 import host
-from . import stap
+from . import stap, stap_preflight
 
 BUILD_S = 1200  # for one module's pass 4 in the chroot
 
@@ -32,27 +32,27 @@ def failure(cmd, log, timeout, **kw):
     """Runs CMD (a list) in a process group of its own (host.run), its
     output appended to LOG: None if it succeeded, else the line saying
     why, with the line of its output that says what failed
-    (stap.first_error): 'PROG failed (exit N): ...' or 'PROG did not
+    (stap_preflight.first_error): 'PROG failed (exit N): ...' or 'PROG did not
     finish in T s: ...'."""
     try:
         code, out = host.run(cmd, timeout=timeout, log=log, group=True, **kw)
         why = None if code == 0 else f"failed (exit {code})"
     except host.Timeout as e:
         out, why = e.output, f"did not finish in {timeout} s"
-    return why and f"{os.path.basename(cmd[0])} {why}: {stap.first_error(out)}"
+    return why and f"{os.path.basename(cmd[0])} {why}: {stap_preflight.first_error(out)}"
 
 
 def version(rootfs):
     """SystemTap's version in the chroot ROOTFS, or '?'."""
-    return stap.stap_version(["chroot", rootfs]) or "?"
+    return stap_preflight.stap_version(["chroot", rootfs]) or "?"
 
 
 def preflight(rootfs, rel, work, kit):
-    """stap.preflight in the chroot ROOTFS for its kernel REL: None, or why
-    SystemTap builds no module there.  WORK (a folder under ROOTFS, the
+    """stap_preflight.preflight in the chroot ROOTFS for its kernel REL:
+    None, or why SystemTap builds no module there.  WORK (a folder under ROOTFS, the
     caller's to remove) and KIT (the kit's root) are paths inside it."""
-    return stap.preflight(f"/lib/modules/{rel}/build", rel, ["chroot", rootfs], work,
-                          f"{kit}/{stap.TARGET}", cache=False)
+    return stap_preflight.preflight(f"/lib/modules/{rel}/build", rel, ["chroot", rootfs],
+                                    work, f"{kit}/{stap_preflight.TARGET}", cache=False)
 
 
 def cache_path(folder, cfg, flags, rel, ver):
@@ -60,7 +60,7 @@ def cache_path(folder, cfg, flags, rel, ver):
     it is built from: the script, stap's FLAGS, the target it probes (its
     bytes: the probes are file offsets), the kernel REL and SystemTap VER."""
     h = hashlib.sha256("\0".join([*flags, rel, ver]).encode())
-    for path in (cfg.script, stap.TARGET):
+    for path in (cfg.script, stap_preflight.TARGET):
         with open(os.path.join(host.ROOT, path), "rb") as f:
             h.update(f.read())
     os.makedirs(folder, exist_ok=True)
@@ -77,8 +77,8 @@ def build_one(be, cfg, rootfs, kit, rel, log):
            "sh", kit, "stap", "-p4", "-r", f"/lib/modules/{rel}/build", "-m",
            stap.prebuilt_name(cfg), *be.cfg_flags(cfg), cfg.script]
     if be.reports(cfg):  # its hit report is built only on a terminal
-        rc, text = stap.on_a_tty(cmd, log, BUILD_S)
-        return None if rc == 0 else (stap.first_error(text) if rc else "timed out")
+        rc, text = stap_preflight.on_a_tty(cmd, log, BUILD_S)
+        return None if rc == 0 else (stap_preflight.first_error(text) if rc else "timed out")
     return failure(cmd, log, BUILD_S)
 
 

@@ -28,7 +28,7 @@ class Uftrace(Tracer):
     def events(self, run):
         d = run.state.dir
         out = self.sh(["uftrace", "report", "--no-pager", "-d", d], log=run.log,
-                      timeout=LONG_TIMEOUT_S)
+                      timeout=LONG_TIMEOUT_S, whole=False)
         # Columns: total time, self time (each "N unit"), calls, function.
         m = re.search(r"\s(\d+)\s+single_trace\s*$", out, re.M)
         if not m:
