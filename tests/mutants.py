@@ -89,8 +89,8 @@ MUTANTS = [
      '{"rule": "stein", "pilot": args.min_runs', '{"rule": "width", "pilot": args.min_runs',
      ["Adaptive"]),
     ("the report pairs runs by sorted value", "scripts/stats.py",
-     "m, lo, hi = mean_ci([c[k] - b[k] for k in common])",
-     "m, lo, hi = mean_ci([x - y for x, y in zip(sorted(c.values()), sorted(b.values()))])",
+     "diffs = [c[k] - b[k] for k in common]",
+     "diffs = [x - y for x, y in zip(sorted(c.values()), sorted(b.values()))]",
      ["Pairing"]),
 ]
 
