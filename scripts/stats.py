@@ -1,5 +1,6 @@
 """stats.py: the kit's statistics, apart from how render/ shows them (one
-file of some 460 lines on purpose: every statistic is read in one place).
+file of some 560 lines on purpose: every statistic, the stopping rule
+included, is read in one place).
 Per (configuration, thread count) cell: the per-event times of each
 thread's loop, their median/mean/min, sd and cv; the overhead against the
 baseline with a 95% interval (paired t over interleaved repetitions in
@@ -206,8 +207,9 @@ def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns):
         if want[1] > max_runs:
             return True, f"MAX_RUNS={max_runs} reached: {text} ({asked}; wider than {target})"
         return True, f"precise after {n} runs: {text} ({asked}; within {target})"
-    if n >= max_runs:
-        return True, f"MAX_RUNS={max_runs} reached: {text} ({asked}; some runs failed)"
+    if n >= max_runs:  # some failed, or the baseline's last is still to come
+        return True, (f"MAX_RUNS={max_runs} reached: {text} ({asked}; {len(values)} paired with "
+                      "the baseline's)")
     return False, f"{len(values)} of {want[0]} runs: {text} ({asked})"
 
 

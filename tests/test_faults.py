@@ -8,8 +8,9 @@ import tempfile
 import time
 import unittest
 
-from kit_test import (ROOT, RUN_PY, SCRIPTS, StateTest, build, kill_during, kit, need_root, need_tracer, pids_of,
-                      rows_of, run, start_kit, tracing_state, unavailable, wait_for)
+from kit_test import (ROOT, RUN_PY, SCRIPTS, StateTest, build, kill_during, kit, need_root,
+                      need_tracer, pids_of, rows_of, run, start_kit, tracing_state, unavailable,
+                      wait_for)
 import configs
 import elfinfo
 import host
@@ -383,6 +384,44 @@ class Leftovers(StateTest):
         self.assertEqual(tracefs.leftovers(text, target, {4242}),
                          [("uprobes", f"p_{target.replace('/', '_')}_0x1234_1_bcc_4242"),
                           ("uprobes", "stapprobe_4242_0")])
+
+
+class DiskFull(StateTest):
+    """The results' disk fills mid-run (a tmpfs of the test's own, filled
+    once the first rows are written): the kit stops saying so, exit 1, the
+    rows written so far are kept and read, and nothing is left attached
+    (the state check)."""
+
+    def test_rows_kept_when_the_disk_fills(self):
+        need_tracer(self, "ftrace")
+        with tempfile.TemporaryDirectory() as mnt:
+            r = run(["mount", "-t", "tmpfs", "-o", "size=80m", "kit-test-full", mnt])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            try:
+                res = os.path.join(mnt, "results")
+                p = start_kit(["--quick", "1", "--threads", "1", "--runs", "20",
+                               "--configs", "baseline,ftrace-sdt"], res)
+                try:
+                    def rows():
+                        runs = glob.glob(os.path.join(res, "2*", "runs.csv"))
+                        return runs and open(runs[0]).read().count("\n") >= 3 and runs[0]
+                    self.assertTrue(wait_for(rows, 120), "no rows were written")
+                    with open(os.path.join(mnt, "filler"), "wb") as f:
+                        try:
+                            while True:
+                                f.write(b"\0" * 2 ** 20)
+                                f.flush()
+                        except OSError:
+                            pass
+                    out, _ = p.communicate(timeout=300)
+                finally:
+                    p.kill()
+                self.assertEqual(p.returncode, 1, out[-2000:])
+                self.assertIn("No space left on device; the rows written so far are kept", out)
+                kept, _, _ = record.load(os.path.dirname(rows()))
+                self.assertGreaterEqual(len(kept), 2)
+            finally:
+                run(["umount", mnt])
 
 
 class Signals(unittest.TestCase):
