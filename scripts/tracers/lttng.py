@@ -27,7 +27,7 @@ import signal
 import tempfile
 from dataclasses import dataclass
 
-from .base import (LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError, live, say,
+from .base import (LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError, live, proc_stat, say,
                    wait_for)
 
 SUBBUF_SIZE, NUM_SUBBUF = "1M", 8
@@ -48,6 +48,27 @@ def daemons_cpu_ns():
 def sessiond_pids():
     """Live session daemons (a killed one may stay a zombie a while)."""
     return {pid for pid, _ in live("lttng-sessiond")}
+
+
+def same_start(pid, start):
+    """PID is alive (not a zombie) and the process that started at START."""
+    st = proc_stat(pid)
+    return bool(st) and st[1][0] != "Z" and st[1][19] == start
+
+
+def family(pids):
+    """{pid: start time} of the live processes below PIDS: the consumer
+    daemons and run-as helpers a session daemon spawns, which outlive it
+    when it is killed."""
+    kids = {}
+    for pid, f in live():
+        kids.setdefault(int(f[1]), []).append((pid, f[19]))
+    out, todo = {}, list(pids)
+    while todo:
+        for c, start in kids.get(todo.pop(), []):
+            out[c] = start
+            todo.append(c)
+    return out
 
 
 def count(trace_dir, log):
@@ -81,6 +102,7 @@ class Lttng(Tracer):
 
     def __init__(self):
         self.started = set()
+        self.helpers = {}  # pid: start time, of what the daemons the kit started spawned
         self.log = None
 
     def available(self):
@@ -101,6 +123,7 @@ class Lttng(Tracer):
             "it is stopped at the end")
 
     def teardown(self):
+        self.helpers.update(family(self.started))
         for pid in self.started:
             try:
                 os.kill(pid, signal.SIGTERM)
@@ -108,6 +131,19 @@ class Lttng(Tracer):
                 continue
             wait_for(lambda: pid not in sessiond_pids(), DAEMON_STOP_S)
         self.started = set()
+        # what they spawned and left (a daemon killed mid-run leaves its
+        # consumer daemon running): the same pid started at the same time
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            left = [pid for pid, start in self.helpers.items() if same_start(pid, start)]
+            for pid in left:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            if not left or wait_for(lambda: not any(same_start(p, self.helpers[p])
+                                                    for p in left), DAEMON_STOP_S):
+                break
+        self.helpers = {}
 
     def lttng(self, run, *args):
         return self.sh(["lttng", "--no-sessiond", *args], log=run.log)
@@ -128,6 +164,7 @@ class Lttng(Tracer):
         self.lttng(run, "enable-event", "-u", "-s", run.tag, "-c", "kitch",
                    "benchmark:single_trace")
         self.lttng(run, "start", run.tag)
+        self.helpers.update(family(self.started))  # its consumer daemon is there now
         run.state.cpu0 = daemons_cpu_ns()
 
     def events(self, run):
