@@ -34,10 +34,6 @@ def say(msg):
         pass
 
 
-def build_path(*parts):
-    return os.path.join(BUILD, *parts)
-
-
 # -- being stopped -------------------------------------------------------------
 # The signals that stop the kit as Ctrl-C does: what was measured is kept,
 # everything attached, mounted or started is undone, and the kit exits 130.
@@ -76,8 +72,9 @@ def deferred():
 
 @contextlib.contextmanager
 def stoppable():
-    """STOPS handled as Ctrl-C while the block runs: Interrupted raised
-    in it, but for deferred steps (a cleanup inside it: unstoppable())."""
+    """STOPS handled as Ctrl-C while the block runs: the first raises
+    Interrupted in it, unless a deferred() step (a tool run whole, a
+    detach, the cleanup) runs, which keeps it for check_signalled()."""
     def on_signal(signum, _frame):
         SIGNALLED.append(signal.Signals(signum).name)
         # only the first stops the kit: a second Ctrl-C must not cut the

@@ -57,8 +57,8 @@ class Faults(StateTest):
 
         def wrapper(kit):
             for pid in pids_of(target, kit):
-                st = tracers.base.proc_stat(pid)
-                parent = st and tracers.base.proc_stat(st[1][1])
+                st = host.proc_stat(pid)
+                parent = st and host.proc_stat(st[1][1])
                 if parent and parent[0] == process:
                     time.sleep(0.3)  # let it run a while
                     return [st[1][1]]

@@ -14,11 +14,7 @@ Y2011 = {"calls": 10_000_000, "bare_s": 0.27, "function_s": 51.82, "mark_s": 27.
          "gettimeofday_s": 8.4}
 
 
-# Today's configurations that match the 2011 probes ...
-Y2011_MATCH = {"function_s": "stap-function-time", "mark_s": "stap-mark-time"}
-
-
-# ... and SystemTap's four configurations of the 2011 experiment.
+# SystemTap's four configurations of the 2011 experiment.
 Y2011_CONFIGS = ("stap-function", "stap-function-time", "stap-mark", "stap-mark-time")
 
 

@@ -4,7 +4,6 @@ import shutil
 from dataclasses import dataclass
 
 import host
-from host import live, pids, proc_stat, say, wait_for  # noqa: F401  (the back-ends' helpers)
 from record import Events  # noqa: F401  (what events() returns)
 
 TOOL_TIMEOUT_S = 120  # a tracer's command that sets up or tears down

@@ -27,8 +27,8 @@ import signal
 import tempfile
 from dataclasses import dataclass
 
-from .base import (LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError, live, proc_stat, say,
-                   wait_for)
+from host import live, proc_stat, say, wait_for
+from .base import LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError
 
 SUBBUF_SIZE, NUM_SUBBUF = "1M", 8
 CHANNEL = ["--subbuf-size", SUBBUF_SIZE, "--num-subbuf", str(NUM_SUBBUF)]

@@ -59,8 +59,8 @@ from dataclasses import dataclass
 import host
 from params import Param, flag01, folder, one_of
 from . import stap_preflight, tracefs
-from .base import (LOG_TAIL, LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError, live,
-                   wait_for)
+from host import live, wait_for
+from .base import LOG_TAIL, LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError
 
 ROOT = host.ROOT
 STUB = os.path.join(ROOT, "build", "stap-kernel")
