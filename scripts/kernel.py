@@ -20,7 +20,9 @@ and from upstream's history, measured by this kit on 6.1, 6.12, 6.18 and
 - before 7.2 a child forked after a probe was optimised inherits the call
   but not the trampoline it calls, and dies (d9a48e77f6fe gave the child
   the trampoline).
-The orders of probe and target are configs.ATTACH's.  An answer not in
+The orders of probe and target are configs.ATTACH's; a back-end whose
+"before" probe meets a mapped binary (bpftrace -c, which holds its child
+after execve) says so in its marker_order.  An answer not in
 the table has no expectation ("unknown"), never a guess.
 
 Nothing to run: stats.py and render/sites.py use expected() and check().
@@ -111,6 +113,25 @@ def expected(meta, build, attach="before"):
     return other or EXPECT.get(site, {}).get(a)
 
 
+def marker_order(tracer, attach="before"):
+    """The order (configs.ATTACH) in which TRACER's marker probe meets the
+    target on a row whose order is ATTACH: a back-end's marker_order where
+    the row says "before" (bpftrace: "running"), else ATTACH."""
+    if attach != "before":
+        return attach
+    import tracers  # here, not above: tracers.ftrace imports this module
+    b = tracers.BACKENDS.get(tracer)
+    return b.marker_order if b else attach
+
+
+def marker_orders():
+    """{tracer: (order, why)} for the back-ends whose "before" rows meet
+    the target in another order."""
+    import tracers
+    return {n: (b.marker_order, b.marker_order_why) for n, b in tracers.BACKENDS.items()
+            if b.marker_order != "before"}
+
+
 def uretprobe(meta):
     """The path a return probe is expected to take ("uretprobe syscall" or
     "trap") from meta.json's uretprobe_syscall, or None where unknown."""
@@ -128,7 +149,7 @@ def check(meta, s):
         if want is None:
             return None
         return "" if got.startswith(want) else f"path {got.split(':')[0] or 'none'}, expected {want}"
-    want = expected(meta, s["build"], s.get("attach") or "before")
+    want = expected(meta, s["build"], marker_order(s.get("tracer"), s.get("attach") or "before"))
     if want is None or s.get("probe") not in ("marker", "marker-semaphore"):
         return None
     path = (s.get("path") or "").split(":")[0] or "none"

@@ -367,6 +367,41 @@ class Leftovers(StateTest):
         else:
             self.assertIn(row["status"], ("ok", "corrupted"), row["reason"])
 
+    def test_someone_elses_perf_event_is_named_and_kept(self):
+        """An sdt_benchmark:single_trace event the kit did not make (here
+        the test's own, made with perf probe as a user would) makes the
+        kit's `perf probe -a` fail with EEXIST (exit 239): the row is
+        failed and says so, with perf's own words and the event the
+        kernel held; the kit leaves that event alone (the test removes
+        it)."""
+        need_tracer(self, "perf")
+        from tracers import tracefs
+        target = build("sdt")
+        mount = tracefs.Mount()  # the test's own, if none is mounted
+        with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as res:
+            perf = ["perf", "--buildid-dir", cache]
+            try:
+                self.assertTrue(mount.ensure(), "tracefs cannot be mounted")
+                for cmd in (["buildid-cache", "--add", target],
+                            ["probe", "-x", target, "-a", "sdt_benchmark:single_trace"]):
+                    subprocess.run(perf + cmd, check=True, capture_output=True)
+                r = kit(["--quick", "1", "--threads", "1", "--iter", "20000",
+                         "--configs", "perf-stat-sdt"], res)
+                self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+                rows, _ = rows_of(res)
+                held = tracefs.uprobes_named("single_trace")
+            finally:
+                subprocess.run(perf + ["probe", "-d", "sdt_benchmark:single_trace"],
+                               capture_output=True)
+                mount.release()
+        for row in (x for x in rows if x["config"] == "perf-stat-sdt"):
+            self.assertEqual(row["status"], "failed")
+            self.assertIn('perf probe failed (exit 239: EEXIST): Error: event "single_trace" '
+                          'already exists.', row["reason"])
+            self.assertIn(f"; uprobe_events then held: p:sdt_benchmark/single_trace {target}:",
+                          row["reason"])
+        self.assertEqual(len(held), 1, held)
+
     def test_only_dead_tracers_probes_on_the_target(self):
         """The rule (tracefs.leftovers) on uprobe_events text: bcc's and
         stapbpf's events of the run's dead tracer pids on its target go;

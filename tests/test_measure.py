@@ -428,3 +428,19 @@ class WaitLoop(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Explain(unittest.TestCase):
+    def test_a_failed_runs_reason_quotes_the_tool_not_its_noise(self):
+        """bpftrace's log at the nop10-at1 site from a long checkout path
+        (tests/fixtures/bpftrace/at1-long-path.log, from docs/example):
+        the reason quotes bcc's own line (its tracefs fallback refused) and
+        bpftrace's attach error, not the RLIMIT_MEMLOCK line bpftrace
+        prints on every run."""
+        from measure import supervise
+        log = os.path.join(ROOT, "tests", "fixtures", "bpftrace", "at1-long-path.log")
+        self.assertEqual(
+            supervise.explain(log, tracers.get("bpftrace").log_noise),
+            ": cannot attach uprobe, Invalid argument / ERROR: Error attaching probe: "
+            "usdt:/tmp/ex2/build/benchmark-sdt-nop10-at1-canary:benchmark:single_trace, "
+            "to PID: 14228")

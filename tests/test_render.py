@@ -360,6 +360,30 @@ class Sites(unittest.TestCase):
         self.assertIn("site-r at 1 thread(s): REFUSED, expected safe", md)
         self.assertIn("site-f at 1 thread(s): CRASHES, expected safe", md)
 
+    def test_bpftrace_meets_the_binary_mapped(self):
+        """bpftrace -c attaches its usdt probe after its child's execve
+        (ptrace), so on 6.18 (ENXIO) its "before" row at the nop10-at1
+        site is expected REFUSED, as attached while running, where
+        ftrace's before row (site-c) is expected NEVER FIRES; the report
+        says why beside the table.  A bpftrace row that never fired there
+        would be the finding."""
+        reason = ("bpftrace exited with status 255: perf_event_open(...): Unknown error 524 / "
+                  "ERROR: Error attaching probe: usdt:x:benchmark:single_trace, to PID: 7")
+        rows = self.rows + [dict(self.row("site-bt", "sdt-nop10-at1-canary", "bpftrace", 0, 0,
+                                          "", 0, rep), status="failed", reason=reason,
+                                 thread_wall_ns="", calls="") for rep in (1, 2)]
+        a = stats.analyse(rows, {"cpus": 2})
+        meta = {"uprobe_optimisation": {"errno": "ENXIO", "meaning": "m"}}
+        s = {x["config"]: x for x in a["sites"]}
+        self.assertEqual(s["site-bt"]["verdict"], "REFUSED")
+        self.assertEqual(kernel.check(meta, s["site-bt"]), "")
+        self.assertEqual(kernel.check(meta, s["site-c"]), "")
+        never = dict(s["site-bt"], verdict="NEVER FIRES", path="none: the probe never fired")
+        self.assertEqual(kernel.check(meta, never), "NEVER FIRES, expected REFUSED")
+        md = report.markdown(a, meta, [], "/x", rows=rows)
+        self.assertIn('bpftrace\'s marker probes on "before" rows are expected as in '
+                      '"running": bpftrace -c holds its child under ptrace', md)
+
     def test_return_path_expected(self):
         """A return probe's path against the kernel's uretprobe syscall
         (meta.json's uretprobe_syscall, read from its symbol table by

@@ -85,7 +85,8 @@ class Supervisor:
         if rc < 0:
             return None, None, f"{name} was killed by signal {-rc} ({signal.Signals(-rc).name})"
         if rc != 0:
-            return None, None, f"{name} exited with status {rc}" + explain(run.log)
+            return None, None, f"{name} exited with status {rc}" + explain(run.log,
+                                                                             tracer.log_noise)
         rec, why = record.target_record(text)
         return rec, (rusage if rec else None), why
 
@@ -183,9 +184,12 @@ def session_members(sid):
     return [pid for pid, fields in live() if int(fields[3]) == sid]
 
 
-def explain(log):
-    """The lines of a failed run's log that say what went wrong."""
+def explain(log, noise=()):
+    """The lines of a failed run's log that say what went wrong, less the
+    tracer's NOISE (lines it prints on every run, failed or not)."""
     with open(log, errors="replace") as f:
-        lines = [ln.strip() for ln in f if ln.strip() and not ln.startswith(("{", "$", "Tip:"))]
-    why = [ln for ln in lines if re.search(r"error|abort|signal|lost|fail", ln, re.I)]
+        lines = [ln.strip() for ln in f if ln.strip() and not ln.startswith(("{", "$", "Tip:"))
+                 and not any(n in ln for n in noise)]
+    why = [ln for ln in lines
+           if re.search(r"error|abort|signal|lost|fail|cannot|invalid|no such", ln, re.I)]
     return (": " + " / ".join(why[-EXPLAIN_LINES:])) if why else ""

@@ -48,6 +48,8 @@ def expectation(meta):
     if rows:
         lines += ["Expected at each site, before measuring (kernel.py):", "",
                   table(["site", "order", "expected path", "expected verdict"], rows)]
+        lines += ["", *(f"{t}'s marker probes on \"before\" rows are expected as in "
+                        f"\"{order}\": {why}." for t, (order, why) in kernel.marker_orders().items())]
     else:
         lines.append("No expectation is known for that answer: each site is only measured.")
     return lines

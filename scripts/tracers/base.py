@@ -33,6 +33,11 @@ class Tracer:
     versions = ()  # programs whose --version meta.json records
     attaches = True  # False for the baselines' "tracer" (nothing attached)
     uprobes = True  # its probes are uprobes (so the row says which path they took)
+    # The order (configs.ATTACH) in which its marker probe really meets the
+    # target on a "before" row, where that differs, and why (kernel.check).
+    marker_order = "before"
+    marker_order_why = ""
+    log_noise = ()  # what it prints on every run, failed or not: never a failure's reason
     State = RunState
 
     def params(self):
@@ -97,22 +102,23 @@ class Tracer:
 
     @staticmethod
     def sh(cmd, log=None, check=True, timeout=TOOL_TIMEOUT_S, env=None, stderr=True,
-           whole=True):
+           whole=True, code=False):
         """Run CMD (a list, never a shell string); its output (with its
         stderr, unless not STDERR) goes to LOG (appended) and is returned.
         WHOLE (a tool that sets up or tears down: it would leak what it was
         making) is never cut in half by a signal; a tool that only reads
         out what a run recorded is run with whole=False and stops at once.
-        A failure raises TracerError with the command's last line of output."""
+        A failure raises TracerError with the command's last line of output
+        (unless not CHECK); with CODE, (exit status, output) is returned."""
         try:
-            code, out = host.run(cmd, timeout=timeout, log=log, env=env, stderr=stderr,
-                                 whole=whole)
+            status, out = host.run(cmd, timeout=timeout, log=log, env=env, stderr=stderr,
+                                   whole=whole)
         except host.Timeout:
             raise TracerError(f"{cmd[0]} hung for {timeout} s")
         except OSError as e:
             raise TracerError(f"{cmd[0]}: {e.strerror}")
-        if check and code != 0:
+        if check and status != 0:
             last = [ln for ln in out.splitlines() if ln.strip()]
-            raise TracerError(f"{os.path.basename(cmd[0])} failed (exit {code})"
+            raise TracerError(f"{os.path.basename(cmd[0])} failed (exit {status})"
                               + (f": {last[-1].strip()}" if last else ""))
-        return out
+        return (status, out) if code else out

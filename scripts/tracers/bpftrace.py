@@ -28,6 +28,22 @@ class Bpftrace(Tracer):
     State = State
     needs = {"bpftrace": "bpftrace"}
     versions = ("bpftrace",)
+    # bpftrace (0.11 to at least Debian's 0.17, bpftrace PR 1238) starts a
+    # -c child under PTRACE_TRACEME when its script has a usdt probe, so
+    # the child stops after execve with its binary mapped, and only then
+    # attaches (bcc, a uprobe for that pid: "to PID: N" in its errors).  The
+    # kernel sees a probe registered on a mapped binary, as in "running":
+    # a site uprobe_init_insn() rejects is refused (error 524), where
+    # ftrace and perf, registered before the binary is mapped, never fire.
+    # bpftrace 0.17 prints this on every run here, traced fine or not; a
+    # failure's reason quotes bcc's own lines instead: "cannot attach
+    # uprobe, Invalid argument" (its tracefs fallback's name over the
+    # kernel's 64 characters), "open(.../uprobe_events): No such file"
+    # (no tracefs), or "perf_event_open(...): Unknown error 524".
+    log_noise = ("couldn't set RLIMIT_MEMLOCK",)
+    marker_order = "running"
+    marker_order_why = ("bpftrace -c holds its child under ptrace after execve and attaches "
+                        "usdt probes to the mapped binary")
 
     def available(self):
         return self.need_commands() or self.need_root()

@@ -17,6 +17,7 @@ counts distinct (thread, timestamp, argument) samples from `perf script`
 (the argument is the loop index, unique per thread) and says how many
 duplicates perf wrote.
 """
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -65,12 +66,34 @@ class Perf(Tracer):
         where = {"function": f"{run.tag}=single_trace",
                  "return": f"{run.tag}=single_trace%return"}.get(run.cfg.probe,
                                                                   "sdt_benchmark:single_trace")
-        out = self.sh(self.perf("probe", "-x", run.build, "-a", where), log=run.log)
+        out = self.sh(self.perf("probe", "-x", run.build, "-a", where), log=run.log,
+                      check=False, code=True)
+        if out[0] != 0:
+            raise TracerError(self.add_failed(out[0], out[1], where))
+        out = out[1]
         m = re.search(r"^\s+(\w+:\w*) \(on ", out, re.M)
         if not m:
             raise TracerError("perf probe added no event (see its log)")
         run.state.event = m.group(1)
         run.state.data = os.path.join(run.scratch, "perf.data")
+
+    @staticmethod
+    def add_failed(code, out, where):
+        """Why `perf probe -a WHERE` failed: its exit status as perf's
+        errno (it exits with -errno: 239 is EEXIST), its own Error lines,
+        and, where it says the event already exists, what uprobe_events
+        held under that name just after (seen here now and then on the
+        sdt-nop10 site in default runs, never in 540 runs of the site
+        configurations alone: docs/findings/2026-12-01-perf-probe-eexist.md)."""
+        name = errno.errorcode.get(256 - code, "") if 0 < code < 256 else ""
+        said = [ln.strip() for ln in out.splitlines() if ln.strip().startswith("Error")]
+        why = f"perf probe failed (exit {code}{': ' + name if name else ''})"
+        why += (": " + " / ".join(said)) if said else ""
+        if "already exists" in out:
+            held = tracefs.uprobes_named(where.split(":")[-1].split("%")[0])
+            why += ("; uprobe_events then held: " + " / ".join(held) if held else
+                    "; uprobe_events held no such event just after")
+        return why
 
     def wrap(self, run, cmd):
         ev = run.state.event

@@ -124,6 +124,15 @@ def uprobe_defined(group, event):
         return any(re.match(rf"^[pr]:{re.escape(group)}/{re.escape(event)}\s", ln) for ln in f)
 
 
+def uprobes_named(event):
+    """The uprobe_events lines defining an event called EVENT, in any group."""
+    t = find()
+    if not t:
+        return []
+    with open(os.path.join(t, "uprobe_events")) as f:
+        return [ln.strip() for ln in f if re.match(rf"^[pr]:[^/\s]+/{re.escape(event)}\s", ln)]
+
+
 def remove_uprobe(group, event):
     if uprobe_defined(group, event):
         write(os.path.join(find(), "uprobe_events"), f"-:{group}/{event}")
