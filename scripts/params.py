@@ -34,6 +34,14 @@ def cpus():
     return len(os.sched_getaffinity(0))
 
 
+def most_runs(args, threads):
+    """(the most runs of a cell at THREADS, the parameter that says so):
+    MAX_RUNS, or SLICED_RUNS where THREADS exceed the CPUs."""
+    if threads > cpus() and args.sliced_runs < args.max_runs:
+        return args.sliced_runs, "SLICED_RUNS"
+    return args.max_runs, "MAX_RUNS"
+
+
 def parse_threads(text):
     """THREADS: 'A..B', 'A,B,C' or 'A', each 1..MAX_THREADS, ascending."""
     allowed = f"'A..B' (A <= B), 'A,B,...' or 'A', whole numbers in 1..{MAX_THREADS}"
@@ -176,6 +184,9 @@ PARAMS = [
     Param("MIN_RUNS", int_in("MIN_RUNS", 2, MAX_RUNS), 3, "the fewest runs of a cell (without RUNS)"),
     Param("MAX_RUNS", int_in("MAX_RUNS", 2, MAX_RUNS), 10,
           "the most runs of a cell, however wide its interval (without RUNS)"),
+    Param("SLICED_RUNS", int_in("SLICED_RUNS", 2, MAX_RUNS), 5,
+          "the most runs of a time-sliced cell (THREADS above the CPUs: another experiment, "
+          "whose noise is the scheduler's), at most MAX_RUNS (without RUNS)"),
     Param("PRECISION", number_in("PRECISION", 0.001, 1, "a fraction"), 0.15,
           "a cell stops when its overhead's 95% interval is within +-PRECISION of the mean "
           "(0.1: +-10%) or within +-PRECISION_NS"),
@@ -266,9 +277,11 @@ def parse_args(argv, extra=()):
     a.params = params
     quick = a.quick if a.quick is not None else False
     fill(a, params, QUICK if quick else {})
-    if a.max_runs < a.min_runs:
-        p.error(f"argument --max-runs: MAX_RUNS '{a.max_runs}' is not allowed: want a whole "
-                f"number in {a.min_runs}..{MAX_RUNS} (at least MIN_RUNS)")
+    for name in ("max_runs", "sliced_runs"):
+        if getattr(a, name) < a.min_runs:
+            p.error(f"argument --{name.replace('_', '-')}: {name.upper()} '{getattr(a, name)}' "
+                    f"is not allowed: want a whole number in {a.min_runs}..{MAX_RUNS} "
+                    "(at least MIN_RUNS)")
     ncpu = cpus()
     a.threads = a.threads or list(range(1, (min(2, ncpu) if quick else ncpu) + 1))
     if a.seed is None:

@@ -160,7 +160,7 @@ def overhead(cell, base, pilot=None):
     }
 
 
-def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns):
+def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns, cap="MAX_RUNS"):
     """(stop?, why) for a cell whose timed runs so far are ROWS, its
     baseline's at the same thread count BASE_ROWS, by Stein's two stages
     (stein_ci): its first MIN_RUNS measured repetitions (the pilot; the
@@ -192,12 +192,12 @@ def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns):
     target = f"PRECISION={precision:g} of the mean or PRECISION_NS={precision_ns:g}"
     if unit == INSTRUCTIONS and base and rows is not base_rows:
         return on_width(cell_stats(measured), cell_stats(base), n, max_runs, precision,
-                        precision_ns, unit, target)
+                        precision_ns, unit, target, cap)
     values = pilot_values(cell_stats(measured), cell_stats(base) if base and rows is not base_rows
                           else None)
     if len(values) < min_runs:
         why = f"{len(values)} of MIN_RUNS={min_runs} pilot runs measured"
-        return (True, f"MAX_RUNS={max_runs} reached: {why}") if n >= max_runs else (False, why)
+        return (True, f"{cap}={max_runs} reached: {why}") if n >= max_runs else (False, why)
     want = runs_needed(values[:min_runs], min_runs, max_runs, precision, precision_ns)
     m, lo, hi = stein_ci(values, min_runs)
     half = (hi - lo) / 2
@@ -205,15 +205,15 @@ def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns):
     asked = f"the {min_runs} pilot runs asked for {want[1]}"
     if len(values) >= want[0]:
         if want[1] > max_runs:
-            return True, f"MAX_RUNS={max_runs} reached: {text} ({asked}; wider than {target})"
+            return True, f"{cap}={max_runs} reached: {text} ({asked}; wider than {target})"
         return True, f"precise after {n} runs: {text} ({asked}; within {target})"
     if n >= max_runs:  # some failed, or the baseline's last is still to come
-        return True, (f"MAX_RUNS={max_runs} reached: {text} ({asked}; {len(values)} paired with "
+        return True, (f"{cap}={max_runs} reached: {text} ({asked}; {len(values)} paired with "
                       "the baseline's)")
     return False, f"{len(values)} of {want[0]} runs: {text} ({asked})"
 
 
-def on_width(cell, base, n, max_runs, precision, precision_ns, unit, target):
+def on_width(cell, base, n, max_runs, precision, precision_ns, unit, target, cap="MAX_RUNS"):
     """A lab guest's cell, in instructions, against its baseline: the
     report's interval there is Welch's (overhead(): under -icount nothing
     drifts for pairing to cancel, and a cell may come from another boot),
@@ -231,7 +231,7 @@ def on_width(cell, base, n, max_runs, precision, precision_ns, unit, target):
     if ok:
         return True, f"precise after {n} runs: {text} (within {target})"
     if n >= max_runs:
-        return True, f"MAX_RUNS={max_runs} reached: {text}" + (
+        return True, f"{cap}={max_runs} reached: {text}" + (
             f" (wider than {target})" if lo is not None else "")
     return False, text
 

@@ -92,6 +92,12 @@ MUTANTS = [
      "diffs = [c[k] - b[k] for k in common]",
      "diffs = [x - y for x, y in zip(sorted(c.values()), sorted(b.values()))]",
      ["Pairing"]),
+    ("bpftrace's marker probe judged as attached before the binary is mapped",
+     "scripts/tracers/bpftrace.py", '    marker_order = "running"', '    marker_order = "before"',
+     ["Sites.test_bpftrace_meets_the_binary_mapped"]),
+    ("time-sliced cells run to MAX_RUNS", "scripts/params.py",
+     "if threads > cpus() and args.sliced_runs < args.max_runs:", "if False:",
+     ["Adaptive.test_time_sliced_cells_stop_at_sliced_runs"]),
 ]
 
 

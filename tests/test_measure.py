@@ -283,7 +283,8 @@ class Adaptive(StateTest):
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
             _, folder = rows_of(res)
             rows, meta, _ = record.load(folder)
-        self.assertEqual(meta["stopping"], {"rule": "stein", "pilot": 2, "max_runs": 5})
+        self.assertEqual(meta["stopping"], {"rule": "stein", "pilot": 2, "max_runs": 5,
+                                            "sliced_runs": 5})
         traced = [c for c in stats.analyse([x for x in rows if x["rep"] >= 1], meta)["cells"]
                   if c["config"] == "ftrace-sdt"]
         self.assertIn("Stein's two-stage paired t", traced[0]["overhead"]["method"])
@@ -312,6 +313,34 @@ class Adaptive(StateTest):
                                  [False] * (len(mine) - 1) + [True])
                 # The baseline ran for as long as any cell it is measured against.
                 self.assertGreaterEqual(len(so_far["baseline"]), len(mine))
+
+    def test_time_sliced_cells_stop_at_sliced_runs(self):
+        """THREADS above the CPUs: each cell stops at SLICED_RUNS however
+        wide its interval (PRECISION_NS and PRECISION set so tight that
+        none settles), and the plan says so; at 1 thread MAX_RUNS holds."""
+        from params import cpus
+        over = cpus() + 1
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--threads", f"1,{over}", "--iter", "20000", "--max-run-s", "0.02",
+                     "--min-run-s", "0.02",
+                     "--min-runs", "2", "--max-runs", "4", "--sliced-runs", "2",
+                     "--precision", "0.001", "--precision-ns", "0.001",
+                     "--configs", "baseline,idle-sdt"], res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            rows, _ = rows_of(res)
+        self.assertIn(f"THREADS {over} exceed the {cpus()} CPUs: time-sliced, another experiment "
+                      "(flagged in the report), at most SLICED_RUNS=2 runs a cell there", r.stderr)
+        for name in ("baseline", "idle-sdt"):
+            with self.subTest(config=name):
+                mine = [x for x in rows if x["config"] == name and x["threads"] == str(over)
+                        and x["rep"] != "0"]
+                self.assertEqual(len(mine), 2)
+                if name != "baseline":  # which stops once every other cell there has
+                    self.assertTrue(mine[-1]["stopped"].startswith("SLICED_RUNS=2 reached"),
+                                    mine[-1]["stopped"])
+                one = [x for x in rows if x["config"] == name and x["threads"] == "1"
+                       and x["rep"] != "0"]
+                self.assertTrue(2 <= len(one) <= 4, len(one))
 
     def test_runs_means_exactly(self):
         with tempfile.TemporaryDirectory() as res:

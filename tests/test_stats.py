@@ -315,7 +315,7 @@ class Coverage(unittest.TestCase):
         return {"rep": rep, "iterations": 1000, "threads": 1, "status": "ok",
                 "thread_wall_ns": str(round(ns * 1000)), "unit": "ns"}
 
-    def cell(self, rng, cv, rule):
+    def cell(self, rng, cv, rule, max_runs=10):
         c_rows, b_rows = [], []
         while True:
             drift = 1 + rng.gauss(0, self.DRIFT)  # one round's, for both
@@ -325,7 +325,7 @@ class Coverage(unittest.TestCase):
                 return v * (1.2 + 0.3 * rng.random()) if rng.random() < self.OUTLIERS else v
             b_rows.append(self.row(len(b_rows) + 1, run(self.BASE)))
             c_rows.append(self.row(len(c_rows) + 1, run(self.BASE + self.TRUE)))
-            if rule(c_rows, b_rows, 3, 10, 0.15, 0.5)[0]:
+            if rule(c_rows, b_rows, 3, max_runs, 0.15, 0.5)[0]:
                 meta = {"stopping": {"rule": "stein", "pilot": 3}} if rule is stats.settle else {}
                 return stats.overhead(stats.cell_stats(c_rows), stats.cell_stats(b_rows),
                                       stats.pilot(meta)), len(c_rows)
@@ -339,9 +339,9 @@ class Coverage(unittest.TestCase):
         m, lo, hi = stats.mean_ci(v)
         return (hi - lo) / 2 <= max(precision * abs(m), precision_ns) or len(v) >= max_runs, ""
 
-    def coverage(self, cv, rule, seed):
+    def coverage(self, cv, rule, seed, max_runs=10):
         rng = random.Random(seed)
-        got = [self.cell(rng, cv, rule) for _ in range(self.CELLS)]
+        got = [self.cell(rng, cv, rule, max_runs) for _ in range(self.CELLS)]
         held = sum(o["lo_ns"] <= self.TRUTH <= o["hi_ns"] for o, _ in got)
         return held / self.CELLS, sum(n for _, n in got) / self.CELLS
 
@@ -350,6 +350,17 @@ class Coverage(unittest.TestCase):
             with self.subTest(cv=cv):
                 held, runs = self.coverage(cv, stats.settle, seed)
                 self.assertGreaterEqual(held, 0.94, f"{held:.1%} held, {runs:.1f} runs a cell")
+
+    def test_a_time_sliced_cells_cap_keeps_it(self):
+        """SLICED_RUNS=5 (the default cap where THREADS exceed the CPUs)
+        makes noisy cells stop short of what their pilot asked for: their
+        interval is wider, never less sure (N still follows the pilot
+        alone)."""
+        for seed, cv in enumerate((0.10, 0.20), start=10):
+            with self.subTest(cv=cv):
+                held, runs = self.coverage(cv, stats.settle, seed, max_runs=5)
+                self.assertGreaterEqual(held, 0.94, f"{held:.1%} held, {runs:.1f} runs a cell")
+                self.assertLessEqual(runs, 5)
 
     def test_stopping_on_the_width_breaks_it(self):
         held, _ = self.coverage(0.20, self.on_width, 3)

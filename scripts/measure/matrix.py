@@ -21,7 +21,7 @@ from host import check_signalled
 from measure.kit import target_path
 from measure.plan import Plan, fmt_s
 from measure.sizing import FLOOR_ITER, WARMUP_ITER, size_iterations, wall_per_call
-from params import TIGHT
+from params import TIGHT, most_runs
 from stats import settle
 from tracers.base import TracerError
 
@@ -92,7 +92,8 @@ def measure(kit, args, wanted, skip):
     meta["skipped"] = skip
     # how the cells stop, which the report's interval follows (stats.pilot)
     meta["stopping"] = ({"rule": "fixed", "runs": args.runs} if args.runs else
-                        {"rule": "stein", "pilot": args.min_runs, "max_runs": args.max_runs})
+                        {"rule": "stein", "pilot": args.min_runs, "max_runs": args.max_runs,
+                         "sliced_runs": args.sliced_runs})
     meta.update(env.environment(args, sorted({c.build for c in args.configs})))
     meta["tracers"] = {n: line for n in wanted if (line := tracers.get(n).describe())}
     kit.folder.write_meta()
@@ -150,6 +151,10 @@ class Cells:
         self.low, self.high = ((args.runs, args.runs) if args.runs
                                else (args.min_runs, args.max_runs))
 
+    def most(self, threads):
+        """(the most runs of a cell at THREADS, the parameter saying so)."""
+        return (self.high, "RUNS") if self.args.runs else most_runs(self.args, threads)
+
     def active(self):
         return [cell for cell in self.rows if cell not in self.stopped]
 
@@ -176,9 +181,11 @@ class Cells:
             if len(mine) >= a.min_runs and not others:
                 return (f"after {len(mine)} runs: every other cell at {n} thread{'s' * (n != 1)} "
                         "had stopped")
-            return f"MAX_RUNS={a.max_runs} reached" if len(mine) >= a.max_runs else ""
-        done, why = settle(mine, self.rows.get(base, []), a.min_runs, a.max_runs, a.precision,
-                           a.precision_ns)
+            top, cap = self.most(n)
+            return f"{cap}={top} reached" if len(mine) >= top else ""
+        top, cap = self.most(n)
+        done, why = settle(mine, self.rows.get(base, []), a.min_runs, top, a.precision,
+                           a.precision_ns, cap)
         return why if done else ""
 
     def left_s(self, plan, warm_ups):
@@ -189,7 +196,7 @@ class Cells:
         for cell in self.active():
             s, k = plan.run_s(cell[0].name, *cell[1:]), len(self.rows[cell])
             lo += s * max(0, self.low - k)
-            hi += s * max(0, self.high - k)
+            hi += s * max(0, self.most(cell[1])[0] - k)
         return lo, hi
 
 
@@ -286,7 +293,7 @@ def matrix(kit, args, runnable):
     the same stretch of time: a round is a thread count's cells, not the
     whole matrix's."""
     m = Matrix(kit, args, runnable)
-    say(m.plan.line(m.state.low, m.state.high))
+    say(m.plan.line(m.state.low, m.state.most))
     t0 = time.monotonic()
     kit.calib_iter = min(args.iter, WARMUP_ITER)
     for n in args.threads:

@@ -105,24 +105,29 @@ class Plan:
                 and c == next(x for x in tight if x[0] == c[0])]
 
     def runs(self, n):
-        return n * sum(self.run_s(*c) for c in self.cells)
+        """Seconds of timed runs at N(threads) runs a cell."""
+        return sum(self.run_s(*c) * n(c[1]) for c in self.cells)
 
     def expected(self, low, high):
         """Seconds of timed runs if each cell runs as many times as it did
-        the last time here (LOW where never), within LOW..HIGH."""
-        return sum(self.run_s(*c) * min(high, max(low, self.closest(c[0], "runs", c[1])[1] or low))
+        the last time here (LOW where never), within LOW..HIGH(threads)."""
+        return sum(self.run_s(*c) * min(high(c[1]), max(low, self.closest(c[0], "runs", c[1])[1]
+                                                         or low))
                    for c in self.cells)
 
-    def line(self, low, high):
-        """The plan in one line: LOW..HIGH runs a cell."""
+    def line(self, low, most):
+        """The plan in one line: LOW..MOST(threads)[0] runs a cell (MOST:
+        (the most runs at a thread count, the parameter saying so))."""
+        high = lambda t: most(t)[0]  # noqa: E731
         w = sum(self.run_s(*c, warm_up=True) for c in self.warm_ups())
         ncells = len(self.cells)
         names = len({c[0] for c in self.cells})
-        runs = f"{low} runs" if low == high else f"{low}..{high} runs (until PRECISION)"
+        top = high(1)
+        runs = f"{low} runs" if low == top else f"{low}..{top} runs (until PRECISION)"
         est = w + self.expected(low, high)
         self.total = est
-        span = (fmt_s(est) if low == high else
-                f"{fmt_s(est)} (at least {fmt_s(w + self.runs(low))}, at most "
+        span = (fmt_s(est) if low == top else
+                f"{fmt_s(est)} (at least {fmt_s(w + self.runs(lambda t: low))}, at most "
                 f"{fmt_s(w + self.runs(high))})")
         seen = sum(1 for n, t, _ in self.cells if self.cached(n, t) is not None)
         near = sum(1 for n, t, _ in self.cells if self.nearest(n, t)[0] is not None) - seen
@@ -131,8 +136,11 @@ class Plan:
                     + (f", {near} scaled from another thread count" if near else "")
                     + (", the rest guessed" if seen + near < ncells else ""))
         over = sorted({t for _, t, _ in self.cells if t > cpus()})
+        cap = most(over[0]) if over else None
         sliced = (f"; THREADS {','.join(map(str, over))} exceed the {cpus()} CPUs: "
-                  "time-sliced, another experiment (flagged in the report)") if over else ""
+                  "time-sliced, another experiment (flagged in the report)"
+                  + (f", at most {cap[1]}={cap[0]} runs a cell there" if cap[0] < top else "")
+                  ) if over else ""
         return (f"run: plan: {ncells} cells ({names} configurations x THREADS="
                 f"{','.join(map(str, sorted({c[1] for c in self.cells})))}), "
                 f"{len(self.warm_ups())} warm-ups, {runs} each: about {span}, {src}{sliced}")
