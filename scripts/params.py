@@ -184,7 +184,7 @@ PARAMS = [
     Param("MIN_RUNS", int_in("MIN_RUNS", 2, MAX_RUNS), 3, "the fewest runs of a cell (without RUNS)"),
     Param("MAX_RUNS", int_in("MAX_RUNS", 2, MAX_RUNS), 10,
           "the most runs of a cell, however wide its interval (without RUNS)"),
-    Param("SLICED_RUNS", int_in("SLICED_RUNS", 2, MAX_RUNS), 5,
+    Param("SLICED_RUNS", int_in("SLICED_RUNS", 2, MAX_RUNS), 4,
           "the most runs of a time-sliced cell (THREADS above the CPUs: another experiment, "
           "whose noise is the scheduler's), at most MAX_RUNS (without RUNS)"),
     Param("PRECISION", number_in("PRECISION", 0.001, 1, "a fraction"), 0.15,

@@ -284,7 +284,7 @@ class Adaptive(StateTest):
             _, folder = rows_of(res)
             rows, meta, _ = record.load(folder)
         self.assertEqual(meta["stopping"], {"rule": "stein", "pilot": 2, "max_runs": 5,
-                                            "sliced_runs": 5})
+                                            "sliced_runs": 4})
         traced = [c for c in stats.analyse([x for x in rows if x["rep"] >= 1], meta)["cells"]
                   if c["config"] == "ftrace-sdt"]
         self.assertIn("Stein's two-stage paired t", traced[0]["overhead"]["method"])

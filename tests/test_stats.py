@@ -352,15 +352,15 @@ class Coverage(unittest.TestCase):
                 self.assertGreaterEqual(held, 0.94, f"{held:.1%} held, {runs:.1f} runs a cell")
 
     def test_a_time_sliced_cells_cap_keeps_it(self):
-        """SLICED_RUNS=5 (the default cap where THREADS exceed the CPUs)
+        """SLICED_RUNS=4 (the default cap where THREADS exceed the CPUs)
         makes noisy cells stop short of what their pilot asked for: their
         interval is wider, never less sure (N still follows the pilot
         alone)."""
         for seed, cv in enumerate((0.10, 0.20), start=10):
             with self.subTest(cv=cv):
-                held, runs = self.coverage(cv, stats.settle, seed, max_runs=5)
+                held, runs = self.coverage(cv, stats.settle, seed, max_runs=4)
                 self.assertGreaterEqual(held, 0.94, f"{held:.1%} held, {runs:.1f} runs a cell")
-                self.assertLessEqual(runs, 5)
+                self.assertLessEqual(runs, 4)
 
     def test_stopping_on_the_width_breaks_it(self):
         held, _ = self.coverage(0.20, self.on_width, 3)

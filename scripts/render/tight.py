@@ -44,8 +44,10 @@ def overhead_rows(a, notes):
                          f"all failed {' '.join(why)}"])
             continue
         flags = [notes.inline(f) for f in c["flags"]]
-        if c.get("stopped", "").startswith("MAX_RUNS") and c["config"] != BASELINE:
-            flags.append("MAX_RUNS before PRECISION")
+        cap = next((p for p in ("MAX_RUNS", "SLICED_RUNS")
+                    if c.get("stopped", "").startswith(p + "=")), None)
+        if cap and c["config"] != BASELINE:
+            flags.append(f"{cap} before PRECISION")
         if undetectable(c["overhead"]):
             flags.insert(0, "none detectable")
         elif c["overhead"] and c["overhead"]["bounded"]:
