@@ -2,25 +2,26 @@
 """versus.py: the kit against a general benchmarking tool, in one sitting,
 on the kit's own question: what does a marker with nothing attached cost?
 
-    make versus                     # 3 alternations, about a minute
-    python3 bench/versus.py --tries 3 --iter 20000000 --runs 30
+    make versus                     # 3 alternations, about half a minute
+    python3 bench/versus.py --tries 3 --iter 20000000
 
 A benchmark, not a test.  Each try runs, one after the other:
-1. hyperfine (Debian package): RUNS whole-process runs each of
-   build/benchmark-plain and build/benchmark-sdt (ITER calls, one thread),
-   the idle marker's cost per call being the difference of the means over
-   ITER, with Welch's 95% interval from hyperfine's own per-run times;
-2. the kit: `scripts/run.py --configs baseline,idle-sdt --threads 1`,
-   told to stop once it is as precise as hyperfine just was
-   (PRECISION_NS = hyperfine's half-width; MAX_RUNS as given, its
-   default run lengths), its overhead interval from the statistics the
-   report uses (stats.analyse), the kit's wall time being the whole
-   command's (its make, its checks, its warm-ups where needed, its runs)
-   less the report, which hyperfine has no counterpart of;
-and prints per try each one's wall time, estimate and interval half-width,
-so that "same or narrower intervals in the same wall time" can be read
-off: the kit is ahead in a try where its half-width is no wider and its
-wall time no longer.  Needs hyperfine and `make` (the builds); no root.
+1. the kit as a user runs it, `make run THREADS=1
+   CONFIGS='baseline,idle-sdt'` with its defaults (its stopping rule,
+   its pilot, its checks and its report; scripts/run.py, what make
+   runs, so make's own ~0.3 s of variable checks is not counted), timed
+   whole, its interval the report's (stats.analyse);
+2. hyperfine (Debian package) given the same wall time: as many
+   whole-process runs each of build/benchmark-plain and
+   build/benchmark-sdt (ITER calls, one thread, 3 warm-ups) as its own
+   last try's pace says fit in the kit's time, the idle marker's cost
+   per call being the difference of the means over ITER, with Welch's
+   95% interval from hyperfine's own per-run times;
+and prints per try each one's wall time, estimate and interval half-width:
+the kit is ahead in a try where its half-width is no wider and its wall
+time no longer.  Needs hyperfine and `make` (the builds); no root.
+The kit's folders go to a temporary folder (run.py --results): results/
+is left as it was.
 """
 import argparse
 import json
@@ -38,10 +39,13 @@ from record import load  # noqa: E402
 from stats import analyse, welch_ci  # noqa: E402
 
 
-def hyperfine(n, runs, tmp):
+def hyperfine(n, runs, tmp, builds=("plain", "sdt")):
+    """(wall seconds, estimate, half-width) of RUNS runs of each program
+    (BUILDS: the same one twice is an A/A test, whose true difference is
+    0; the second gets a trailing space, as hyperfine wants two commands)."""
     out = os.path.join(tmp, "hf.json")
-    cmds = [f"{ROOT}/build/benchmark-{b} --threads 1 --iterations {n} --quiet"
-            for b in ("plain", "sdt")]
+    cmds = [f"{ROOT}/build/benchmark-{b} --threads 1 --iterations {n} --quiet" + " " * k
+            for k, b in enumerate(builds)]
     t0 = time.monotonic()
     subprocess.run(["hyperfine", "-N", "--warmup", "3", "--runs", str(runs), "--style", "none",
                     "--export-json", out, *cmds], stdout=subprocess.DEVNULL, check=True)
@@ -52,14 +56,15 @@ def hyperfine(n, runs, tmp):
     return wall, m, (hi - lo) / 2
 
 
-def kit(precision_ns, max_runs, tmp):
+def kit(tmp):
+    """(wall seconds, estimate, half-width, runs of idle-sdt) of the
+    kit's default command, its report included."""
     res = os.path.join(tmp, "results")
     os.makedirs(res, exist_ok=True)
     t0 = time.monotonic()
     subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "run.py"), "--threads", "1",
-                    "--configs", "baseline,idle-sdt", "--no-install", "1", "--precision-ns",
-                    str(precision_ns), "--max-runs", str(max_runs), "--no-report", "--results",
-                    res], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+                    "--configs", "baseline,idle-sdt", "--no-install", "1", "--results", res],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     wall = time.monotonic() - t0
     rows, meta, _ = load(os.path.join(res, "latest"))
     c = next(c for c in analyse(rows, meta)["cells"] if c["config"] == "idle-sdt")
@@ -71,8 +76,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tries", type=int, default=3)
     p.add_argument("--iter", type=int, default=20_000_000, help="hyperfine: calls a run")
-    p.add_argument("--runs", type=int, default=30, help="hyperfine: runs of each program")
-    p.add_argument("--max-runs", type=int, default=30, help="the kit's MAX_RUNS")
+    p.add_argument("--aa", type=int, default=0, metavar="T",
+                   help="then T A/A tries: hyperfine on build/benchmark-plain twice, at the "
+                        "last try's runs, and how often its interval held the true 0")
     a = p.parse_args()
     if not shutil.which("hyperfine"):
         sys.exit("versus: hyperfine is not installed (Debian package hyperfine)")
@@ -83,23 +89,36 @@ def main():
     widths = {"hyperfine": [], "kit": []}
     walls = {"hyperfine": [], "kit": []}
     ahead = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        pace = hyperfine(a.iter, 5, tmp)[0] / (2 * (5 + 3))  # seconds a run, warm-ups counted
     for i in range(1, a.tries + 1):
         with tempfile.TemporaryDirectory() as tmp:
-            hw, m, h = hyperfine(a.iter, a.runs, tmp)
-            widths["hyperfine"].append(h)
-            walls["hyperfine"].append(hw)
-            print(f"{i:>3}  {'hyperfine, ' + str(a.runs) + ' runs each':<28} {hw:8.1f} "
-                  f"{m:13.3f} {h:8.3f}")
-            kw, m, k, n = kit(max(0.001, round(h, 3)), a.max_runs, tmp)
+            kw, m, k, n = kit(tmp)
             widths["kit"].append(k)
             walls["kit"].append(kw)
-            ahead += k <= h and kw <= hw
             print(f"{i:>3}  {'kit, ' + str(n) + ' runs each':<28} {kw:8.1f} {m:13.3f} {k:8.3f}")
+            runs = max(2, int(kw / pace / 2) - 3)  # the kit's time, at hyperfine's pace
+            hw, m, h = hyperfine(a.iter, runs, tmp)
+            pace = hw / (2 * (runs + 3))
+            widths["hyperfine"].append(h)
+            walls["hyperfine"].append(hw)
+            print(f"{i:>3}  {'hyperfine, ' + str(runs) + ' runs each':<28} {hw:8.1f} "
+                  f"{m:13.3f} {h:8.3f}")
+            ahead += k <= h and kw <= hw * 1.05  # its pace is a guess: 5% of time is a tie
     for tool, hs in widths.items():
         print(f"median, {tool}: +-{statistics.median(hs):.3f} ns in "
               f"{statistics.median(walls[tool]):.1f} s")
     print(f"the kit as precise as hyperfine, or more, in as little time or less: {ahead} of "
           f"{a.tries} tries")
+    if a.aa:
+        held = 0
+        for i in range(1, a.aa + 1):
+            with tempfile.TemporaryDirectory() as tmp:
+                _, m, h = hyperfine(a.iter, runs, tmp, ("plain", "plain"))
+            held += abs(m) <= h
+            print(f"A/A {i:>2}  hyperfine, {runs} runs each: {m:+.3f} +- {h:.3f} ns")
+        print(f"hyperfine's 95% interval held the true 0 (one program twice) in {held} of "
+              f"{a.aa} A/A tries")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ Nothing to run: run.py calls parse_args().
 """
 import argparse
 import fnmatch
+import math
 import os
 import random
 import re
@@ -40,6 +41,17 @@ def most_runs(args, threads):
     if threads > cpus() and args.sliced_runs < args.max_runs:
         return args.sliced_runs, "SLICED_RUNS"
     return args.max_runs, "MAX_RUNS"
+
+
+def pilot_runs(args, threads, run_s):
+    """The runs of a tight-loop cell's pilot (stats.settle's first stage)
+    at THREADS whose one run the plan puts at RUN_S seconds: as many as
+    fill PILOT_S, at least MIN_RUNS, at most the cell's most (most_runs);
+    MIN_RUNS where PILOT_S is 0."""
+    most = most_runs(args, threads)[0]
+    if not args.pilot_s or run_s <= 0:
+        return min(args.min_runs, most)
+    return max(min(args.min_runs, most), min(most, math.ceil(args.pilot_s / run_s)))
 
 
 def parse_threads(text):
@@ -187,6 +199,11 @@ PARAMS = [
     Param("SLICED_RUNS", int_in("SLICED_RUNS", 2, MAX_RUNS), 4,
           "the most runs of a time-sliced cell (THREADS above the CPUs: another experiment, "
           "whose noise is the scheduler's), at most MAX_RUNS (without RUNS)"),
+    Param("PILOT_S", seconds_in("PILOT_S", 0, 3600, " (0: MIN_RUNS)"), 0.6,
+          "a cell's pilot (the first runs, whose spread fixes how many it needs) is as many "
+          "runs as fill this, by the plan's estimate of one run before the matrix starts, "
+          "MIN_RUNS at least, the cell's most at most: a cheap cell's interval is not left "
+          "to two degrees of freedom (without RUNS)"),
     Param("PRECISION", number_in("PRECISION", 0.001, 1, "a fraction"), 0.15,
           "a cell stops when its overhead's 95% interval is within +-PRECISION of the mean "
           "(0.1: +-10%) or within +-PRECISION_NS"),

@@ -163,7 +163,8 @@ def overhead(cell, base, pilot=None):
 def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns, cap="MAX_RUNS"):
     """(stop?, why) for a cell whose timed runs so far are ROWS, its
     baseline's at the same thread count BASE_ROWS, by Stein's two stages
-    (stein_ci): its first MIN_RUNS measured repetitions (the pilot; the
+    (stein_ci): its first MIN_RUNS measured repetitions (the pilot, of
+    MIN_RUNS or, for a cheap cell, as many as fill PILOT_S; the
     differences to the baseline's, or without a baseline its own
     per-event times) fix how many it needs, N = (t x sd / target)^2 where
     the target is PRECISION of the pilot's mean or PRECISION_NS, whichever
@@ -182,7 +183,7 @@ def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns, cap="MA
     measured = [r for r in rows if r["status"] in MEASURED]
     base = [r for r in base_rows if r["status"] in MEASURED]
     if n < min_runs:
-        return False, f"{n} of MIN_RUNS={min_runs}"
+        return False, f"{n} of the {min_runs} pilot runs"
     if not measured:
         return True, f"none of {n} runs measured anything"
     verdicts = {r["status"] for r in measured}
@@ -196,7 +197,7 @@ def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns, cap="MA
     values = pilot_values(cell_stats(measured), cell_stats(base) if base and rows is not base_rows
                           else None)
     if len(values) < min_runs:
-        why = f"{len(values)} of MIN_RUNS={min_runs} pilot runs measured"
+        why = f"{len(values)} of the {min_runs} pilot runs measured"
         return (True, f"{cap}={max_runs} reached: {why}") if n >= max_runs else (False, why)
     want = runs_needed(values[:min_runs], min_runs, max_runs, precision, precision_ns)
     m, lo, hi = stein_ci(values, min_runs)
@@ -339,20 +340,23 @@ def analyse(rows, meta):
     for c in out:
         b = base.get(c["threads"])
         if c["n_runs"]:
-            c["overhead"] = (overhead(c, b, pilot(meta))
+            c["overhead"] = (overhead(c, b, pilot(meta, c["config"], c["threads"]))
                              if b and c["config"] != BASELINE else None)
     scaling([c for c in out if c["n_runs"]], ncpu)
     return {"cells": out, **outcomes(rows), "has_baseline": bool(base), "cpus": ncpu,
             "sites": sites(out)}
 
 
-def pilot(meta):
-    """The pilot's runs where the folder's cells stopped by Stein's two
-    stages (meta.json "stopping", format 8), else None: an older folder's
-    cells stopped on their interval's width, and a RUNS=N one's ran N
-    times, both read with the plain t interval."""
+def pilot(meta, config=None, threads=None):
+    """The runs of CONFIG's pilot at THREADS where the folder's cells
+    stopped by Stein's two stages (meta.json "stopping", format 8: its
+    "pilots", format 9, else "pilot", MIN_RUNS), else None: an older
+    folder's cells stopped on their interval's width, and a RUNS=N one's
+    ran N times, both read with the plain t interval."""
     s = (meta or {}).get("stopping") or {}
-    return s.get("pilot") if s.get("rule") == "stein" else None
+    if s.get("rule") != "stein":
+        return None
+    return (s.get("pilots") or {}).get(f"{config}/{threads}", s.get("pilot"))
 
 
 def config_rank(seen):

@@ -98,6 +98,11 @@ MUTANTS = [
     ("time-sliced cells run to MAX_RUNS", "scripts/params.py",
      "if threads > cpus() and args.sliced_runs < args.max_runs:", "if False:",
      ["Adaptive.test_time_sliced_cells_stop_at_sliced_runs"]),
+    ("a cheap cell's pilot ignored by the runner (MIN_RUNS everywhere)",
+     "scripts/measure/matrix.py",
+     "settle(mine, self.rows.get(base, []), self.pilots[cell], top,",
+     "settle(mine, self.rows.get(base, []), a.min_runs, top,",
+     ["Adaptive.test_cells_stop_when_settled"]),
 ]
 
 

@@ -41,6 +41,9 @@ class BadInput(StateTest):
                               "(at least MIN_RUNS)"),
         (["--min-runs", "5", "--max-runs", "4"], "MAX_RUNS '4' is not allowed: want a whole "
                                                  "number in 5..1000"),
+        (["--pilot-s", "-1"], "PILOT_S '-1' is not allowed: want seconds in 0..3600 (0: "
+                              "MIN_RUNS)"),
+        (["--pilot-s", "3601"], "PILOT_S '3601' is not allowed"),
         (["--precision", "0"], "PRECISION '0' is not allowed: want a fraction in 0.001..1"),
         (["--precision", "ten"], "PRECISION 'ten' is not allowed"),
         (["--precision-ns", "-1"], "PRECISION_NS '-1' is not allowed: want ns in 0.001..1000000"),

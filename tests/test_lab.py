@@ -17,7 +17,7 @@ import tempfile
 import time
 import unittest
 
-from kit_test import ROOT, SCRIPTS, need_root, run, unavailable
+from kit_test import ROOT, SCRIPTS, descendants, need_root, pids_of, run, unavailable
 import configs
 import host
 import record
@@ -443,18 +443,20 @@ class Faults(unittest.TestCase):
         self.assertIsNotNone(first, text[-3000:])
         return rc, text, rows, meta, first
 
-    def check_kept(self, rows, why, first, cfgs=ONE):
+    def check_kept(self, rows, why, first, cfgs=ONE, err=""):
         """The first run's row (and whatever followed before the stop
         reached the guests) kept as the guest wrote it; each cell of CFGS
-        they did not reach, one skipped row saying WHY."""
+        they did not reach, one skipped row saying WHY.  ERR: the lab's
+        standard error, said with any failure."""
+        said = "\n" + err[-3000:]
         done = {(x["config"], x["threads"]) for x in rows if x["status"] == "ok"}
-        self.assertIn((first, 1), done)
+        self.assertIn((first, 1), done, said)
         skipped = [((x["config"], x["threads"]), x["reason"]) for x in rows
                    if x["status"] == "skipped"]
         cells = {(c, n) for c in cfgs for n in common.LAB_THREADS}
-        self.assertEqual(sorted(k for k, _ in skipped), sorted(cells - done))
-        self.assertTrue(skipped, "the guest finished before it was stopped")
-        self.assertEqual({w for _, w in skipped}, {f"lab: {why}: not run"})
+        self.assertEqual(sorted(k for k, _ in skipped), sorted(cells - done), said)
+        self.assertTrue(skipped, "the guest finished before it was stopped" + said)
+        self.assertEqual({w for _, w in skipped}, {f"lab: {why}: not run"}, said)
 
     def test_a_guest_killed_mid_run(self):
         """qemu killed (SIGKILL) while the guest runs: the rows it wrote
@@ -463,9 +465,10 @@ class Faults(unittest.TestCase):
         need_root(self)
         before = lab_state()
 
-        def kill_qemu(_lab):
-            subprocess.run(["pkill", "-KILL", "-f", "qemu-system.*" + re.escape(
-                os.path.join(common.LAB_DIR, "sid", "disk.img"))])
+        def kill_qemu(lab):  # the lab's own qemu: a descendant, never a name
+            mine = pids_of("qemu-system-x86", lab.pid)  # comm: 15 characters
+            self.assertEqual(len(mine), 1, descendants(lab.pid))
+            os.kill(mine[0], signal.SIGKILL)
         with tempfile.TemporaryDirectory() as res:
             rc, err, rows, meta, first = self.interrupt_mid_run(res, kill_qemu)
         why = "the guest (tcg) stopped before it finished: qemu was killed by signal 9"
@@ -487,10 +490,10 @@ class Faults(unittest.TestCase):
         why = "the lab was interrupted (Ctrl-C or SIGTERM)"
         self.assertEqual(rc, 130, err[-3000:])
         self.assertIn("the rows the guest wrote are in", err)
-        self.check_kept(rows, why, first, self.TWO)
+        self.check_kept(rows, why, first, self.TWO, err)
         self.assertEqual([(g["guest"], g["unfinished"]) for g in meta["lab"]["guests"]],
-                         [("sid/1", why), ("sid/2", why)])
-        self.assertEqual(lab_state(), before)
+                         [("sid/1", why), ("sid/2", why)], err[-3000:])
+        self.assertEqual(lab_state(), before, err[-3000:])
 
 
 if __name__ == "__main__":

@@ -283,13 +283,20 @@ class Adaptive(StateTest):
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
             _, folder = rows_of(res)
             rows, meta, _ = record.load(folder)
+        pilots = meta["stopping"].pop("pilots")
         self.assertEqual(meta["stopping"], {"rule": "stein", "pilot": 2, "max_runs": 5,
-                                            "sliced_runs": 4})
+                                            "sliced_runs": 4, "pilot_s": 0.6})
+        # PILOT_S=0.6: a cell's pilot fills 0.6 s of its runs (the plan's
+        # estimate), 2..5 of them; the untraced ones' (~0.07 s) fill all 5
+        self.assertEqual(sorted(pilots), ["baseline/1", "ftrace-sdt/1", "idle-sdt/1"])
+        self.assertEqual(pilots["idle-sdt/1"], 5)
+        self.assertTrue(2 <= pilots["ftrace-sdt/1"] <= 5, pilots)
         traced = [c for c in stats.analyse([x for x in rows if x["rep"] >= 1], meta)["cells"]
                   if c["config"] == "ftrace-sdt"]
         self.assertIn("Stein's two-stage paired t", traced[0]["overhead"]["method"])
         self.assertRegex(r.stderr, r"run: plan: 3 cells \(3 configurations x THREADS=1\), "
-                                   r"3 warm-ups, 2\.\.5 runs \(until PRECISION\) each: about "
+                                   r"3 warm-ups, 2\.\.5 runs \(until PRECISION\)"
+                                   r"(, \d cheap cells? piloting \d(\.\.\d)? runs \(PILOT_S\))? each: about "
                                    r"\d+s \(at least \d+s, at most \d+s\)")
         self.assertRegex(r.stderr, r"\[warm-up 1/3, ETA \d+s(\.\.\d+s)?\]")
         self.assertRegex(r.stderr, r"run: \d+ runs and 3 warm-ups in \d+s; the plan said about")
@@ -302,13 +309,14 @@ class Adaptive(StateTest):
             mine = so_far.setdefault(row["config"], [])
             mine.append(row)
             if row["config"] != "baseline":
-                done, why = stats.settle(mine, so_far.get("baseline", []), a.min_runs,
-                                         a.max_runs, a.precision, a.precision_ns)
+                done, why = stats.settle(mine, so_far.get("baseline", []),
+                                         pilots[f"{row['config']}/1"], a.max_runs, a.precision,
+                                         a.precision_ns)
                 self.assertEqual(row["stopped"], why if done else "", row)
         for name, mine in so_far.items():
             with self.subTest(config=name):
                 self.assertEqual([x["rep"] for x in mine], list(range(1, len(mine) + 1)))
-                self.assertTrue(2 <= len(mine) <= 5, len(mine))
+                self.assertTrue(pilots[f"{name}/1"] <= len(mine) <= 5, len(mine))
                 self.assertEqual([bool(x["stopped"]) for x in mine],
                                  [False] * (len(mine) - 1) + [True])
                 # The baseline ran for as long as any cell it is measured against.
@@ -352,6 +360,25 @@ class Adaptive(StateTest):
         for name in ("baseline", "idle-sdt"):
             self.assertEqual([(x["rep"], x["stopped"]) for x in rows if x["config"] == name],
                              [("1", ""), ("2", "RUNS=2")])
+
+
+class Pilot(unittest.TestCase):
+    """params.pilot_runs: a cell's pilot fills PILOT_S by the plan's
+    estimate of one run, MIN_RUNS..its most, by hand: at PILOT_S=0.6,
+    MIN_RUNS=3, MAX_RUNS=10, a run of 0.07 s -> ceil(8.57) = 9; 0.2 s ->
+    3; 0.25 s -> ceil(2.4) = 3 (MIN_RUNS); 0.01 s -> 60, so MAX_RUNS=10;
+    THREADS above the CPUs -> SLICED_RUNS=4 at most; PILOT_S=0 -> 3."""
+
+    def test_by_hand(self):
+        a = params.parse_args(["--pilot-s", "0.6", "--min-runs", "3", "--max-runs", "10",
+                               "--sliced-runs", "4"])
+        over = params.cpus() + 1
+        for threads, run_s, want in ((1, 0.07, 9), (1, 0.2, 3), (1, 0.25, 3), (1, 0.01, 10),
+                                     (over, 0.07, 4)):
+            with self.subTest(threads=threads, run_s=run_s):
+                self.assertEqual(params.pilot_runs(a, threads, run_s), want)
+        a.pilot_s = 0
+        self.assertEqual(params.pilot_runs(a, 1, 0.01), 3)
 
 
 class Paced(StateTest):

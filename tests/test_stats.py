@@ -224,7 +224,7 @@ class Settle(unittest.TestCase):
         return stats.settle(self.rows(cell, status), self.rows(self.BASE), 3, max_runs, 0.1, 0.5)
 
     def test_not_before_min_runs(self):
-        self.assertEqual(self.settle([101.0, 101.1]), (False, "2 of MIN_RUNS=3"))
+        self.assertEqual(self.settle([101.0, 101.1]), (False, "2 of the 3 pilot runs"))
 
     def test_precise(self):
         # Differences 100, 100, 100: sd 0, so the pilot asks for no more
@@ -306,16 +306,13 @@ class Coverage(unittest.TestCase):
     CELLS = 4000
     TRUE, BASE = 5000.0, 2.0  # ns a call: a uprobe's cost, the bare call
     OUTLIERS, DRIFT = 0.01, 0.02
-    # the true mean difference: an outlier (x1.2..1.5, mean x1.35) raises
-    # the cell's mean by 1% x 0.35 of it, and the baseline's as much of its own
-    TRUTH = TRUE * (1 + OUTLIERS * 0.35)
 
     @staticmethod
     def row(rep, ns):
         return {"rep": rep, "iterations": 1000, "threads": 1, "status": "ok",
                 "thread_wall_ns": str(round(ns * 1000)), "unit": "ns"}
 
-    def cell(self, rng, cv, rule, max_runs=10):
+    def cell(self, rng, cv, rule, max_runs=10, pilot=3, true=TRUE):
         c_rows, b_rows = [], []
         while True:
             drift = 1 + rng.gauss(0, self.DRIFT)  # one round's, for both
@@ -324,11 +321,12 @@ class Coverage(unittest.TestCase):
                 v = mu * drift * (1 + rng.gauss(0, cv))
                 return v * (1.2 + 0.3 * rng.random()) if rng.random() < self.OUTLIERS else v
             b_rows.append(self.row(len(b_rows) + 1, run(self.BASE)))
-            c_rows.append(self.row(len(c_rows) + 1, run(self.BASE + self.TRUE)))
-            if rule(c_rows, b_rows, 3, max_runs, 0.15, 0.5)[0]:
-                meta = {"stopping": {"rule": "stein", "pilot": 3}} if rule is stats.settle else {}
+            c_rows.append(self.row(len(c_rows) + 1, run(self.BASE + true)))
+            if rule(c_rows, b_rows, pilot, max_runs, 0.15, 0.5)[0]:
+                meta = ({"stopping": {"rule": "stein", "pilot": 3, "pilots": {"c/1": pilot}}}
+                        if rule is stats.settle else {})
                 return stats.overhead(stats.cell_stats(c_rows), stats.cell_stats(b_rows),
-                                      stats.pilot(meta)), len(c_rows)
+                                      stats.pilot(meta, "c", 1)), len(c_rows)
 
     @staticmethod
     def on_width(rows, base_rows, min_runs, max_runs, precision, precision_ns):
@@ -339,10 +337,13 @@ class Coverage(unittest.TestCase):
         m, lo, hi = stats.mean_ci(v)
         return (hi - lo) / 2 <= max(precision * abs(m), precision_ns) or len(v) >= max_runs, ""
 
-    def coverage(self, cv, rule, seed, max_runs=10):
+    def coverage(self, cv, rule, seed, max_runs=10, pilot=3, true=TRUE):
         rng = random.Random(seed)
-        got = [self.cell(rng, cv, rule, max_runs) for _ in range(self.CELLS)]
-        held = sum(o["lo_ns"] <= self.TRUTH <= o["hi_ns"] for o, _ in got)
+        got = [self.cell(rng, cv, rule, max_runs, pilot, true) for _ in range(self.CELLS)]
+        # the true mean difference: an outlier (x1.2..1.5, mean x1.35) raises
+        # the cell's mean by 1% x 0.35 of it, and the baseline's as much of its own
+        truth = true * (1 + self.OUTLIERS * 0.35)
+        held = sum(o["lo_ns"] <= truth <= o["hi_ns"] for o, _ in got)
         return held / self.CELLS, sum(n for _, n in got) / self.CELLS
 
     def test_the_interval_keeps_its_promise(self):
@@ -361,6 +362,18 @@ class Coverage(unittest.TestCase):
                 held, runs = self.coverage(cv, stats.settle, seed, max_runs=4)
                 self.assertGreaterEqual(held, 0.94, f"{held:.1%} held, {runs:.1f} runs a cell")
                 self.assertLessEqual(runs, 4)
+
+    def test_a_cheap_cells_longer_pilot_keeps_it(self):
+        """PILOT_S: a cheap cell pilots 9 runs (its runs ~0.07 s here), its
+        interval taking the pilot's spread with 8 degrees of freedom; at
+        an idle marker's cost (0 ns on a 2 ns call, so PRECISION_NS
+        decides) and at a uprobe's, it holds 95% too, in about 9 runs."""
+        for seed, (cv, true) in enumerate(((0.10, 0.0), (0.20, 0.0), (0.10, self.TRUE)),
+                                          start=20):
+            with self.subTest(cv=cv, true=true):
+                held, runs = self.coverage(cv, stats.settle, seed, pilot=9, true=true)
+                self.assertGreaterEqual(held, 0.94, f"{held:.1%} held, {runs:.1f} runs a cell")
+                self.assertGreaterEqual(runs, 9)
 
     def test_stopping_on_the_width_breaks_it(self):
         held, _ = self.coverage(0.20, self.on_width, 3)

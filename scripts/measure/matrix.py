@@ -93,7 +93,7 @@ def measure(kit, args, wanted, skip):
     # how the cells stop, which the report's interval follows (stats.pilot)
     meta["stopping"] = ({"rule": "fixed", "runs": args.runs} if args.runs else
                         {"rule": "stein", "pilot": args.min_runs, "max_runs": args.max_runs,
-                         "sliced_runs": args.sliced_runs})
+                         "sliced_runs": args.sliced_runs, "pilot_s": args.pilot_s})
     meta.update(env.environment(args, sorted({c.build for c in args.configs})))
     meta["tracers"] = {n: line for n in wanted if (line := tracers.get(n).describe())}
     kit.folder.write_meta()
@@ -146,8 +146,11 @@ class Cells:
     for as long as any other cell there does; a paced cell runs MIN_RUNS
     times."""
 
-    def __init__(self, args, cells):
+    def __init__(self, args, cells, pilots):
+        """PILOTS: {cell: the runs of its pilot} (Plan.pilots, fixed before
+        anything runs)."""
         self.args, self.rows, self.stopped = args, {cell: [] for cell in cells}, {}
+        self.pilots = {cell: pilots[(cell[0].name, *cell[1:])] for cell in cells}
         self.low, self.high = ((args.runs, args.runs) if args.runs
                                else (args.min_runs, args.max_runs))
 
@@ -184,18 +187,18 @@ class Cells:
             top, cap = self.most(n)
             return f"{cap}={top} reached" if len(mine) >= top else ""
         top, cap = self.most(n)
-        done, why = settle(mine, self.rows.get(base, []), a.min_runs, top, a.precision,
+        done, why = settle(mine, self.rows.get(base, []), self.pilots[cell], top, a.precision,
                            a.precision_ns, cap)
         return why if done else ""
 
     def left_s(self, plan, warm_ups):
         """(fewest, most) planned seconds still to come: the WARM_UPS not
-        yet run, then each cell still active up to MIN_RUNS (fewest) or
+        yet run, then each cell still active up to its pilot's runs (fewest) or
         MAX_RUNS (most) runs."""
         lo = hi = sum(plan.run_s(name, n, TIGHT, warm_up=True) for name, n, _ in warm_ups)
         for cell in self.active():
             s, k = plan.run_s(cell[0].name, *cell[1:]), len(self.rows[cell])
-            lo += s * max(0, self.low - k)
+            lo += s * max(0, self.pilots[cell] - k)
             hi += s * max(0, self.most(cell[1])[0] - k)
         return lo, hi
 
@@ -210,7 +213,7 @@ class Matrix:
         self.plan = Plan(args, [(c.name, n, r) for c, n, r in self.cells], self.attached.get,
                          lambda name, n, ns: size_iterations(
                              args, ns, self.attached[name])[0] * ns / 1e9, WARMUP_ITER)
-        self.state = Cells(args, self.cells)
+        self.state = Cells(args, self.cells, self.plan.pilots)
         self.warm_ups = self.plan.warm_ups()
         self.nwarm_all, self.nwarm, self.nruns = len(self.warm_ups), 0, 0
         self.sizing, self.runs = {}, []
@@ -294,6 +297,10 @@ def matrix(kit, args, runnable):
     whole matrix's."""
     m = Matrix(kit, args, runnable)
     say(m.plan.line(m.state.low, m.state.most))
+    if not args.runs:  # the report's interval takes each cell's pilot from here (stats.pilot)
+        kit.folder.meta["stopping"]["pilots"] = {
+            f"{c.name}/{n}": k for (c, n, r), k in m.state.pilots.items() if r == TIGHT}
+        kit.folder.write_meta()
     t0 = time.monotonic()
     kit.calib_iter = min(args.iter, WARMUP_ITER)
     for n in args.threads:

@@ -12,7 +12,8 @@ Nothing to run: measure/matrix.py uses Plan.
 import json
 
 import host
-from params import TIGHT, cpus
+from configs import BASELINE
+from params import TIGHT, cpus, pilot_runs
 
 # Guesses for a configuration this machine has not run yet: seconds a run
 # takes beyond its loop, and ns per call, by whether a tracer attaches.
@@ -46,6 +47,10 @@ class Plan:
         self.warmup_iter = warmup_iter
         self.cache = load(args.timings)
         self.spent = self.planned_spent = 0.0
+        # Each cell's pilot, fixed here, before anything runs: nothing the
+        # pilot measures sets its length (stats.settle's two stages).
+        self.pilots = {c: (args.runs or (pilot_runs(args, c[1], self.run_s(*c)) if c[2] == TIGHT
+                                         else args.min_runs)) for c in cells}
 
     def costs(self, name, threads):
         """(seconds beyond the loop, ns per call) for a cell, cached or guessed."""
@@ -105,30 +110,37 @@ class Plan:
                 and c == next(x for x in tight if x[0] == c[0])]
 
     def runs(self, n):
-        """Seconds of timed runs at N(threads) runs a cell."""
-        return sum(self.run_s(*c) * n(c[1]) for c in self.cells)
+        """Seconds of timed runs at N(cell) runs a cell."""
+        return sum(self.run_s(*c) * n(c) for c in self.cells)
 
-    def expected(self, low, high):
+    def expected(self, high):
         """Seconds of timed runs if each cell runs as many times as it did
-        the last time here (LOW where never), within LOW..HIGH(threads)."""
-        return sum(self.run_s(*c) * min(high(c[1]), max(low, self.closest(c[0], "runs", c[1])[1]
-                                                         or low))
-                   for c in self.cells)
+        the last time here (its pilot's where never), within its pilot's
+        runs..HIGH(threads)."""
+        return sum(self.run_s(*c) * min(high(c[1]), max(self.pilots[c], self.closest(
+            c[0], "runs", c[1])[1] or 0)) for c in self.cells)
 
     def line(self, low, most):
         """The plan in one line: LOW..MOST(threads)[0] runs a cell (MOST:
-        (the most runs at a thread count, the parameter saying so))."""
+        (the most runs at a thread count, the parameter saying so)), and
+        how many cells have a pilot longer than LOW (PILOT_S)."""
         high = lambda t: most(t)[0]  # noqa: E731
         w = sum(self.run_s(*c, warm_up=True) for c in self.warm_ups())
         ncells = len(self.cells)
         names = len({c[0] for c in self.cells})
         top = high(1)
         runs = f"{low} runs" if low == top else f"{low}..{top} runs (until PRECISION)"
-        est = w + self.expected(low, high)
+        mine = [k for c, k in self.pilots.items() if c[0] != BASELINE]  # it runs as they do
+        longer = sorted({k for k in mine if k > low})
+        if longer and low != top:
+            n = sum(1 for k in mine if k > low)
+            runs += (f", {n} cheap cell{'s' * (n != 1)} piloting {longer[0]}"
+                     + (f"..{longer[-1]}" if len(longer) > 1 else "") + " runs (PILOT_S)")
+        est = w + self.expected(high)
         self.total = est
         span = (fmt_s(est) if low == top else
-                f"{fmt_s(est)} (at least {fmt_s(w + self.runs(lambda t: low))}, at most "
-                f"{fmt_s(w + self.runs(high))})")
+                f"{fmt_s(est)} (at least {fmt_s(w + self.runs(self.pilots.get))}, at most "
+                f"{fmt_s(w + self.runs(lambda c: high(c[1])))})")
         seen = sum(1 for n, t, _ in self.cells if self.cached(n, t) is not None)
         near = sum(1 for n, t, _ in self.cells if self.nearest(n, t)[0] is not None) - seen
         src = ("from timings this machine measured before (TIMINGS)" if seen == ncells
