@@ -35,6 +35,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from host import MAKE  # noqa: E402
 from record import load  # noqa: E402
 from stats import analyse, welch_ci  # noqa: E402
 
@@ -82,7 +83,7 @@ def main():
     a = p.parse_args()
     if not shutil.which("hyperfine"):
         sys.exit("versus: hyperfine is not installed (Debian package hyperfine)")
-    subprocess.run(["make", "-s", "-C", ROOT, "build/benchmark-plain", "build/benchmark-sdt"],
+    subprocess.run([*MAKE, "build/benchmark-plain", "build/benchmark-sdt"],
                    check=True)
     print("idle-sdt's cost per call [ns]: estimate and 95% half-width; wall time [s]")
     print(f"{'try':>3}  {'tool':<28} {'wall [s]':>8} {'estimate [ns]':>13} {'+- [ns]':>8}")

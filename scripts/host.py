@@ -19,6 +19,10 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The kit's own make, as its scripts call it: silent, and never "Entering
+# directory" on stdout, which a make started with -C (or under another make,
+# whose MAKEFLAGS carry w) would print into the word lists read from it.
+MAKE = ["make", "-s", "--no-print-directory", "-C", ROOT]
 BUILD = os.path.join(ROOT, "build")
 STOP_GRACE_S = 120  # for a group's processes to clean up after SIGTERM (mmdebstrap unmounts)
 TOOL_GRACE_S = 10  # for a tracer's tool (run whole) to end after SIGTERM
@@ -352,13 +356,13 @@ def build_needs():
     """The Debian packages the builds that cannot be made here need
     (`make needs`): the runner's and the lab's (the lab's guests run the
     builds made here)."""
-    return set(run(["make", "-s", "-C", ROOT, "needs"], stderr=False)[1].split())
+    return set(run([*MAKE, "needs"], stderr=False)[1].split())
 
 
 def make_all(who):
     """`make all` (every build whose dependencies are here); False, having
     said so, if make failed."""
-    ok = run(["make", "-s", "-C", ROOT, "all"], capture=False)[0] == 0
+    ok = run([*MAKE, "all"], capture=False)[0] == 0
     if not ok:
         say(f"{who}: make failed; nothing was run")
     return ok

@@ -75,6 +75,31 @@ class Inputs(unittest.TestCase):
             self.assertRegex(r.stdout, r"make lab .*\n(\s+\S.*\n)*\s+" + re.escape(line))
 
 
+class WordLists(unittest.TestCase):
+    """The package lists the kit reads from make (the guests' packages,
+    the builds' needs) hold package names only, also when the kit runs
+    under a make started with -C, whose MAKEFLAGS carry w: its "Entering
+    directory" lines once went into the guests' package list, the root
+    file system was rebuilt for packages named 'Leaving' and 'make[1]:',
+    and mmdebstrap failed with the cached one already gone."""
+
+    def test_under_make_dash_c(self):
+        name = re.compile(r"[a-z0-9][a-z0-9+.-]+")
+        old = os.environ.get("MAKEFLAGS")
+        os.environ["MAKEFLAGS"] = "w"  # what make -C DIR passes its children
+        try:
+            lists = {"packages": suite.packages(), "needs": sorted(host.build_needs())}
+        finally:
+            if old is None:
+                del os.environ["MAKEFLAGS"]
+            else:
+                os.environ["MAKEFLAGS"] = old
+        for what, words in lists.items():
+            with self.subTest(what):
+                self.assertEqual([w for w in words if not name.fullmatch(w)], [])
+        self.assertIn("linux-image-amd64", lists["packages"])
+
+
 class Tables(unittest.TestCase):
     """summary.md's tables from two hand-made guest folders
     (tests/fixtures/report/guest/: sid, where each SystemTap configuration

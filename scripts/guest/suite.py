@@ -46,7 +46,7 @@ def packages():
     back-end's programs (each back-end's `needs`) and the runtime of every
     build the host made (`make packages`), so that every configuration
     that can run in a guest does, installed as `make run` installs it."""
-    r = subprocess.run(["make", "-s", "-C", ROOT, "packages"], stdout=subprocess.PIPE,
+    r = subprocess.run([*host.MAKE, "packages"], stdout=subprocess.PIPE,
                        text=True, check=True)
     tools = {p for b in BACKENDS.values() for p in b.needs.values()}
     return GUEST_BASE + sorted(tools | set(r.stdout.split()))
