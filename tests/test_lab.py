@@ -99,6 +99,34 @@ class WordLists(unittest.TestCase):
                 self.assertEqual([w for w in words if not name.fullmatch(w)], [])
         self.assertIn("linux-image-amd64", lists["packages"])
 
+    def test_a_failed_rebuild_keeps_the_cache(self):
+        """A root file system rebuilt for another package list (one Debian
+        has no such package in) fails in mmdebstrap, for real, and leaves
+        the cached one and its list as they were."""
+        need_root(self)
+        if not shutil.which("mmdebstrap"):
+            unavailable(self, "lab: mmdebstrap is not installed")
+        with tempfile.TemporaryDirectory() as tmp:
+            s = suite.Suite("sid", None, tmp, os.path.join(tmp, "lab.log"))
+            s.dir = os.path.join(tmp, "sid")
+            s.rootfs = os.path.join(s.dir, "rootfs")
+            os.makedirs(os.path.join(s.rootfs, "lib", "modules", "6.1.0-kit"))
+            with open(os.path.join(s.dir, "rootfs.ok"), "w") as f:
+                f.write("linux-image-amd64\n")
+            real = suite.packages
+            suite.packages = lambda: ["linux-image-amd64", "kit-no-such-package"]
+            try:
+                with self.assertRaises(suite.LabError):
+                    s.make_rootfs()
+            finally:
+                suite.packages = real
+            kept = os.path.join(s.rootfs, "lib", "modules")
+            self.assertTrue(os.path.isdir(kept), "the cached root file system was removed")
+            self.assertEqual(os.listdir(kept), ["6.1.0-kit"])
+            with open(os.path.join(s.dir, "rootfs.ok")) as f:
+                self.assertEqual(f.read(), "linux-image-amd64\n")
+            self.assertFalse(os.path.exists(s.rootfs + ".tmp"))
+
 
 class Tables(unittest.TestCase):
     """summary.md's tables from two hand-made guest folders

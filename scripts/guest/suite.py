@@ -109,9 +109,14 @@ class Suite:
 
     # 1. the root file system
     def make_rootfs(self):
+        """The suite's root file system, cached with the package list it was
+        made with (rootfs.ok); a new one is built beside the old, which is
+        replaced only once the new one is whole: a build that fails leaves
+        the cache as it was."""
         ok = os.path.join(self.dir, "rootfs.ok")  # the package list it was made with
         want = packages()
-        if os.path.exists(ok) and open(ok).read().split() == want:
+        if (os.path.exists(ok) and open(ok).read().split() == want
+                and os.path.isdir(os.path.join(self.rootfs, "lib", "modules"))):
             return
         m = mirror()
         if not m:
@@ -122,7 +127,6 @@ class Suite:
             raise LabError(f"only {free} MB free for the guest, {MIN_FREE_MB} MB needed")
         tmp = self.rootfs + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(self.rootfs, ignore_errors=True)
         os.makedirs(self.dir, exist_ok=True)
         say(f"lab: {self.name}: building its root file system with mmdebstrap "
             "(a few minutes, once; cached in build/lab/)")
@@ -135,8 +139,12 @@ class Suite:
             unmount_under(tmp)
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        if os.path.exists(ok):
+            os.remove(ok)  # from here until the rename, no list names the folder
+        unmount_under(self.rootfs)
+        shutil.rmtree(self.rootfs, ignore_errors=True)
         os.rename(tmp, self.rootfs)
-        with open(os.path.join(self.dir, "rootfs.ok"), "w") as f:
+        with open(ok, "w") as f:
             f.write(f"{' '.join(want)}\n")
         say(f"lab: {self.name}: root file system in {time.monotonic() - t0:.0f} s")
 
