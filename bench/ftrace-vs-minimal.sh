@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench/ftrace-vs-minimal.sh: where ftrace-sdt's extra instructions a call go
 # (issue 28: the kit's ftrace-sdt cost 1,866-1,873 guest instructions a call
-# where a hand-made uprobe at the marker cost 1,737-1,742).  Not run yet.
+# where a hand-made uprobe at the marker cost 1,737-1,742).  Its answer, run
+# 2026-12-02: docs/findings/2026-12-02-ftrace-sdt-against-a-hand-made-uprobe.md.
 # Run it inside a lab guest, where the clock counts instructions:
 #     make lab-shell        then, in the guest:   sh /kit/bench/ftrace-vs-minimal.sh
 # Per repetition it prints the untraced cost a call and the cost with one
