@@ -27,7 +27,7 @@ import host
 # order of probe and target; a row without it is "before"), fork_calls and
 # fork_corrupted (the parent's calls before a fork, and of them those whose
 # canary changed); 8 added meta's "stopping" (how cells stopped: Stein's two
-# stages from a pilot of MIN_RUNS, or RUNS fixed; the report's interval
+# stages from a pilot of MIN_RUNS (see 9), or RUNS fixed; the report's interval
 # follows it, and a folder without it is read with the plain t interval);
 # 9 added its "pilot_s" and "pilots" (each tight-loop cell's pilot, PILOT_S:
 # "config/threads": runs; a cell not named there piloted "pilot" runs).

@@ -163,13 +163,13 @@ def overhead(cell, base, pilot=None):
 def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns, cap="MAX_RUNS"):
     """(stop?, why) for a cell whose timed runs so far are ROWS, its
     baseline's at the same thread count BASE_ROWS, by Stein's two stages
-    (stein_ci): its first MIN_RUNS measured repetitions (the pilot, of
-    MIN_RUNS or, for a cheap cell, as many as fill PILOT_S; the
-    differences to the baseline's, or without a baseline its own
+    (stein_ci): its first MIN_RUNS measured repetitions (the pilot: the
+    runner passes MIN_RUNS, or for a cheap cell as many as fill PILOT_S;
+    the differences to the baseline's, or without a baseline its own
     per-event times) fix how many it needs, N = (t x sd / target)^2 where
     the target is PRECISION of the pilot's mean or PRECISION_NS, whichever
     is wider (so a cost near 0, an idle marker or a probe that never
-    fires, can settle too), between MIN_RUNS and MAX_RUNS; the cell stops
+    fires, can settle too), between the pilot's runs and MAX_RUNS; the cell stops
     once it has N, or at MAX_RUNS runs.  (A lab guest's cell in
     instructions, whose interval is Welch's, stops on that interval's
     width instead: on_width.)  Nothing after the pilot changes
