@@ -63,6 +63,19 @@ class Config:
     overwrite: bool = False  # a flight recorder keeps only the newest events
     attach: str = "before"  # a key of ATTACH
     description: str = ""
+    # A program someone else wrote (workloads.py) in place of the kit's
+    # target, the marker its probe is on, the row it is measured against,
+    # and the markers whose semaphores the runner raises in the held
+    # target through /proc/PID/mem (a listener's price, with or without a probe).
+    workload: str = ""
+    marker: str = "single_trace"
+    baseline: str = ""  # "": BASELINE
+    semaphores: tuple = ()
+
+    @property
+    def against(self):
+        """The configuration this one is measured against."""
+        return self.baseline or BASELINE
 
 
 # The orders of probe and target.  Only a back-end that attaches by
@@ -87,6 +100,7 @@ PAGE_SITES = ("sdt-nop10-at1-page",)
 C = Config
 # The configuration every other is measured against (the first row).
 BASELINE = "baseline"
+PYTHON_BASELINE = "python-untraced"  # the python-* rows' own
 CONFIGS = [
     # Baselines first: nothing attached.  `baseline` is what every other
     # row is measured against; the idle-* rows are each build's own cost
@@ -198,9 +212,35 @@ CONFIGS = [
         + ("attached to the running target" if order == "running" else
            f"in a child forked after {FORK_CALLS} calls") + ", red-zone canary checked")
       for order in ("running", "fork") for site in SITES + PAGE_SITES],
+
+    # Real programs (workloads.py): Debian's CPython 3.11 making ITER calls a
+    # thread, measured against itself untraced.  On 3.11 function__entry is
+    # reached only with the `line` marker's semaphore raised (python/cpython
+    # #98894; docs/findings/2026-12-02-python311-function-entry-needs-line.md),
+    # so both rows that listen raise it, and the semaphores row prices that
+    # with no probe at all.
+    C(PYTHON_BASELINE, "python", "none", workload="python", marker="function__entry",
+      baseline=PYTHON_BASELINE, attach="running",
+      description="CPython 3.11, ITER calls of a one-line function a thread; nothing raised"),
+    C("python-semaphores", "python", "none", workload="python", marker="function__entry",
+      baseline=PYTHON_BASELINE, attach="running", semaphores=("function__entry", "line"),
+      description="the same, the function__entry and line semaphores raised through "
+                  "/proc/PID/mem; no probe"),
+    C("python-ftrace-entry", "python", "ftrace", "marker-semaphore", "record",
+      workload="python", marker="function__entry", baseline=PYTHON_BASELINE,
+      attach="running", semaphores=("line",),
+      description="uprobe on python:function__entry (the kernel raising its semaphore), "
+                  "line's raised through /proc/PID/mem, events of the target's pid"),
 ]
 
 BY_NAME = {c.name: c for c in CONFIGS}
+
+
+def against(name):
+    """The configuration NAME is measured against (BASELINE for a name the
+    table no longer has: an older folder's)."""
+    c = BY_NAME.get(name)
+    return c.against if c else BASELINE
 
 
 def table():

@@ -19,6 +19,7 @@ import kernel
 from record import DEFAULT_UNIT, FINDINGS, INSTRUCTIONS, LOSSLESS, MEASURED, num, paced_rate, split_ns as ints
 
 from configs import BASELINE
+
 NOISY_CV = 0.10  # a cell whose per-event times vary more than this is flagged
 KEPT_PACE = 0.95  # a paced cell whose threads reached less of their rate fell behind
 
@@ -336,12 +337,16 @@ def analyse(rows, meta):
         out.append(c)
     rank = config_rank(order)
     out.sort(key=lambda c: (rank[c["config"]], c["threads"]))
-    base = {c["threads"]: c for c in out if c["config"] == BASELINE and c["n_runs"]}
+    # Each cell against its own baseline (configs' against: BASELINE, or a
+    # real program's untraced row) at its thread count.
+    against = {c["config"]: configs.against(c["config"]) for c in out}
+    base = {(c["config"], c["threads"]): c for c in out
+            if against[c["config"]] == c["config"] and c["n_runs"]}
     for c in out:
-        b = base.get(c["threads"])
+        b = base.get((against[c["config"]], c["threads"]))
         if c["n_runs"]:
             c["overhead"] = (overhead(c, b, pilot(meta, c["config"], c["threads"]))
-                             if b and c["config"] != BASELINE else None)
+                             if b and c is not b else None)
     scaling([c for c in out if c["n_runs"]], ncpu)
     return {"cells": out, **outcomes(rows), "has_baseline": bool(base), "cpus": ncpu,
             "sites": sites(out)}

@@ -103,6 +103,14 @@ MUTANTS = [
      "settle(mine, self.rows.get(base, []), self.pilots[cell], top,",
      "settle(mine, self.rows.get(base, []), a.min_runs, top,",
      ["Adaptive.test_cells_stop_when_settled"]),
+    ("a workload assuming its expected count (one call short, saying ITER)",
+     "src/workloads/calls.py",
+     "    calls = 0\n    for _ in range(n):\n        calls += leaf(1)",
+     "    calls = n\n    for _ in range(n - 1):\n        leaf(1)",
+     ["Python.test_ftrace_counts_every_call"]),
+    ("the runner forgetting a real program's semaphores", "scripts/measure/kit.py",
+     "                if cfg.semaphores:\n", "                if False:\n",
+     ["Python.test_ftrace_counts_every_call"]),
 ]
 
 

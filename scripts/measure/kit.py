@@ -17,6 +17,7 @@ import configs
 import record
 import tracers
 import host
+import workloads
 from host import BUILD, ROOT, Interrupted
 from measure import paths
 from measure.supervise import Supervisor
@@ -39,7 +40,11 @@ class Run:
         self.pin = kit.args.pin
         self.miss = kit.args.miss
         self.duration_ms = max(1, round(kit.args.duration * 1000))
-        self.build = target_path(cfg.build)
+        # The ELF the probes go on: the kit's target, or a workload's program.
+        self.workload = workloads.get(cfg.workload) if cfg.workload else None
+        self.build = self.workload.program if self.workload else target_path(cfg.build)
+        self.target_pid = None  # the target's, once started (Supervisor.execute)
+        self.raised = None  # {marker: semaphore before} that the runner raised in it
         kit.serial += 1
         self.tag = f"kit{kit.id}_{kit.serial}"
         paced = "" if rate == TIGHT else f"-rate{rate}"
@@ -55,7 +60,8 @@ class Run:
                 ["--rate", str(self.rate), "--duration-ms", str(self.duration_ms)])
         miss = min(self.miss, self.iterations) if self.rate == TIGHT else 0
         order = {"running": ["--hold"], "fork": ["--fork", str(configs.FORK_CALLS)]}
-        return [self.build, "--threads", str(self.threads), *size, "--quiet",
+        start = list(self.workload.argv) if self.workload else [self.build]
+        return [*start, "--threads", str(self.threads), *size, "--quiet",
                 *(["--pin"] if self.pin else []), *(["--miss", str(miss)] if miss else []),
                 *order.get(self.cfg.attach, [])]
 
@@ -144,10 +150,23 @@ class Kit:
             attach = functools.partial(self.sup.attach, tracer, run)
             if cfg.attach != "running":
                 attach()
+
+            def release():  # the target holds: the probe, then the semaphores it wants
+                if run.workload and not workloads.wait_held(run.target_pid):
+                    raise TracerError(f"{run.workload.name}: the target never reached its gate "
+                                      "(a read of stdin)")
+                attach()
+                if cfg.semaphores:
+                    try:
+                        run.raised = workloads.raise_semaphores(run.target_pid, run.build,
+                                                                cfg.semaphores)
+                    except (OSError, ValueError) as e:
+                        raise TracerError(f"could not raise the semaphores of "
+                                          f"{', '.join(cfg.semaphores)}: {e}")
             cmd = tracer.wrap(run, run.target())
             rec, rusage, why = self.sup.execute(
                 tracer, run, cmd, self.time_limit(run), ROOT,
-                release=attach if cfg.attach == "running" else None)
+                release=release if cfg.attach == "running" else None)
             if why:
                 raise TracerError(why)
             ev = tracer.events(run)
@@ -182,6 +201,9 @@ class Kit:
         decoys = sum(t.get("decoys", 0) for t in rec["per_thread"])
         note = ev.note + (f"; MISS: {decoys} of the calls went to kit_decoy(), which no "
                           "probe covers" if decoys else "")
+        if run.raised:
+            note += "; raised through /proc/PID/mem before the calls: " + ", ".join(
+                f"{m}'s semaphore (it read {v})" for m, v in run.raised.items())
         row.update(events_seen=ev.seen, events_dropped=ev.dropped, note=note.lstrip("; "),
                    runtime=ev.runtime)
         calls, planned = row["calls"], run.threads * run.iterations

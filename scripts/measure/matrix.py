@@ -14,7 +14,7 @@ import time
 import host
 import record
 import tracers
-from configs import BASELINE
+import workloads
 from host import say
 from measure import environment as env
 from host import check_signalled
@@ -74,7 +74,9 @@ def prepare(args, wanted):
     for cfg in args.configs:
         t = tracers.get(cfg.tracer)
         why = t.available() or t.skip_reason(cfg)
-        if not why and not os.path.exists(target_path(cfg.build)):
+        if not why and cfg.workload:
+            why = workloads.unavailable(workloads.get(cfg.workload), cfg.marker)
+        elif not why and not os.path.exists(target_path(cfg.build)):
             why = f"build/benchmark-{cfg.build} was not built (see make's message)"
         if why:
             skip[cfg.name] = why
@@ -115,13 +117,20 @@ def measure(kit, args, wanted, skip):
     meta["finished"] = record.now()
 
 
+def cut(c):
+    """A cell whose runs are cut to ~MAX_RUN_S (and that the plan guesses
+    as slow): a traced one, or a real program's (workloads.py), whose calls
+    cost tens of ns untraced, not the kit's loop's one or two."""
+    return tracers.get(c.tracer).attaches or bool(c.workload)
+
+
 def warm_up(kit, args, c, n, label):
     """Rep 0 of a cell, which also times it to size its runs: (calls per
     thread, how they were chosen, its (row, timing) pairs).  A failed
     warm-up is tried once more; if that fails too, a traced cell falls
     back to the fewest calls (FLOOR_ITER, so a slow tracer cannot take
     minutes a run) and an untraced one to ITER."""
-    traced = tracers.get(c.tracer).attaches
+    traced = cut(c)
     runs = []
     for attempt in ("warm-up", "warm-up retry"):
         say(f"[{attempt} {label}] {c.name} threads={n}")
@@ -178,9 +187,11 @@ class Cells:
             return f"RUNS={a.runs}" if len(mine) >= a.runs else ""
         if rate != TIGHT:
             return f"MIN_RUNS={a.min_runs} (a paced cell)" if len(mine) >= a.min_runs else ""
-        base = next((k for k in self.rows if k[0].name == BASELINE and k[1:] == (n, TIGHT)), None)
-        if cell == base:
-            others = [k for k in self.active() if k != cell and k[1:] == (n, TIGHT)]
+        base = next((k for k in self.rows if k[0].name == c.against and k[1:] == (n, TIGHT)),
+                    None)
+        if cell == base:  # a baseline: it runs while a cell measured against it does
+            others = [k for k in self.active() if k != cell and k[1:] == (n, TIGHT)
+                      and k[0].against == c.name]
             if len(mine) >= a.min_runs and not others:
                 return (f"after {len(mine)} runs: every other cell at {n} thread{'s' * (n != 1)} "
                         "had stopped")
@@ -209,7 +220,7 @@ class Matrix:
     def __init__(self, kit, args, runnable):
         self.kit, self.args = kit, args
         self.cells = [(c, n, r) for c in runnable for n in args.threads for r in args.rate]
-        self.attached = {c.name: tracers.get(c.tracer).attaches for c in runnable}
+        self.attached = {c.name: cut(c) for c in runnable}
         self.plan = Plan(args, [(c.name, n, r) for c, n, r in self.cells], self.attached.get,
                          lambda name, n, ns: size_iterations(
                              args, ns, self.attached[name])[0] * ns / 1e9, WARMUP_ITER)

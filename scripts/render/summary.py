@@ -59,6 +59,53 @@ def unsafe_sites(a):
             if s["verdict"] in kernel.BAD}
 
 
+def real(name):
+    """Configuration NAME runs a real program (workloads.py), measured
+    against its own untraced row, never the kit's bare call."""
+    c = configs.BY_NAME.get(name)
+    return bool(c and c.workload)
+
+
+def f_pct(o):
+    """A slowdown as % of the program's untraced time, with its interval."""
+    if not o or o.get("slowdown_x") is None:
+        return "-"
+    pct = lambda x: f"{(x - 1) * 100:+,.0f}%" if abs(x - 1) >= 0.1 else f"{(x - 1) * 100:+.1f}%"  # noqa: E731
+    if o.get("slowdown_lo") is None:
+        return f"{pct(o['slowdown_x'])} (no CI)"
+    return f"{pct(o['slowdown_x'])} [{pct(o['slowdown_lo'])}, {pct(o['slowdown_hi'])}]"
+
+
+def real_lines(a):
+    """Per real program and thread count: what raising its semaphores
+    costs with no probe, and its cheapest and dearest tracer that saw every
+    event, as % of its own untraced time (mean [95% interval])."""
+    lines = []
+    for c in a["cells"]:
+        base = configs.BY_NAME.get(c["config"])
+        if not base or not base.workload or base.against != base.name or not c["n_runs"]:
+            continue
+        mine = [x for x in a["cells"] if x["threads"] == c["threads"] and x is not c
+                and configs.against(x["config"]) == c["config"]]
+        quiet = [x for x in mine if x["tracer"] in ("none", "") and x.get("overhead")]
+        traced = [x for x in mine if x["tracer"] not in ("none", "")]
+        ok = sorted((x for x in traced if quotable(x)), key=lambda x: x["overhead"]["mean_ns"])
+        parts = [f"{x['config']}, no probe: {f_pct(x['overhead'])}" for x in quiet]
+        for what, x in ((("cheapest", ok[0]), ("dearest", ok[-1])) if len(ok) > 1 else
+                        (("tracer", ok[0]),) if ok else ()):
+            parts.append(f"{what}, {x['config']}: {f_pct(x['overhead'])}; "
+                         f"{f_overhead(x['overhead'])} ns/event")
+        parts += [f"{x['config']}: {cost_cell(x)}" for x in traced if not quotable(x)]
+        lines.append(f"- {base.workload} at {c['threads']} thread{'s' * (c['threads'] != 1)}, "
+                     f"{f_ns_call(c)} untraced:")
+        lines += [f"  - {p}" for p in parts or ["nothing else ran"]]
+    return lines
+
+
+def f_ns_call(c):
+    return f"{c['mean_ns']:,.0f} ns a call" if c.get("mean_ns") is not None else "-"
+
+
 def cost_rows(a):
     """(head, [row], [words]): per tracer its cheapest quotable
     configuration at 1 thread on a site not found unsafe here, then
@@ -72,7 +119,8 @@ def cost_rows(a):
         picks.append(IDLE)
     for tracer in dict.fromkeys(c["tracer"] for c in a["cells"] if c["tracer"] not in ("none", "")):
         ok = [c for c in a["cells"] if c["tracer"] == tracer and c["threads"] == 1
-              and quotable(c) and kernel.site_name(c["build"]) not in bad]
+              and quotable(c) and kernel.site_name(c["build"]) not in bad
+              and not real(c["config"])]
         if ok:
             picks.append(min(ok, key=lambda c: c["overhead"]["mean_ns"])["config"])
         elif tracer != "stap":  # SystemTap's rows follow in any case
@@ -174,6 +222,10 @@ def answers(a, p, rows, meta, folder, plots=(), terminal=False, guest=None):
             lines += [""] + [f"- {w}" for w in words] if words else []
         elif not a["has_baseline"]:
             lines.append(f"No `{BASELINE}` rows: no overhead can be computed.")
+        progs = real_lines(a)
+        if progs:
+            lines += ["", "Real programs, each against its own untraced runs (% of its time, "
+                      "mean [95% interval]):", ""] + progs
         sites = site_lines(a, env)
         if sites:
             lines += ["", "Probe sites on this kernel (red-zone canary; the uprobe syscall "

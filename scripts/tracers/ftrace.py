@@ -55,9 +55,9 @@ class Ftrace(Tracer):
             return elf.file_offset(elf.symbol("single_trace")), None, ""
         if run.cfg.probe == "function":
             return elf.file_offset(elf.symbol("single_trace")), None, tracefs.first_arg_fetch()
-        notes = [n for n in elf.sdt_notes() if n.name == "single_trace"]
+        notes = [n for n in elf.sdt_notes() if n.name == run.cfg.marker]
         if not notes:
-            raise TracerError(f"{run.build}: no SDT marker single_trace")
+            raise TracerError(f"{run.build}: no SDT marker {run.cfg.marker}")
         n = notes[0]
         sem = None
         if run.cfg.probe == "marker-semaphore":
@@ -81,14 +81,22 @@ class Ftrace(Tracer):
             os.mkdir(inst)
             run.state.instance = inst
             tracefs.write(os.path.join(inst, "options", "overwrite"), "1")
-            tracefs.write(os.path.join(inst, "events", group, self.event(run), "enable"), "1")
+            ev = os.path.join(inst, "events", group, self.event(run))
+            if run.cfg.workload:  # a shared program, which other processes map too:
+                # the held target's threads only (all started before its gate)
+                tids = sorted(os.listdir(f"/proc/{run.target_pid}/task"), key=int)
+                tracefs.write(os.path.join(ev, "filter"),
+                              " || ".join(f"common_pid == {t}" for t in tids))
+            tracefs.write(os.path.join(ev, "enable"), "1")
         except OSError as e:
             if e.errno == kernel.REFUSED_ERRNO:
                 raise TracerError(f"ftrace: the kernel refused the probe: error {e.errno} "
                                   "(ENOTSUPP: it cannot probe the instruction at the site)")
             raise TracerError(f"ftrace: {e.strerror or e}")
         with open(run.log, "a") as f:
-            f.write(f"uprobe_events: {spec}\ninstance: {inst} (overwrite)\n")
+            f.write(f"uprobe_events: {spec}\ninstance: {inst} (overwrite)"
+                    + (", filtered on the target's threads" if run.cfg.workload else "")
+                    + "\n")
 
     def events(self, run):
         """The events the instance's ring buffer recorded (entries +
@@ -109,7 +117,11 @@ class Ftrace(Tracer):
         note = (f"{recorded} events recorded ({stats['overrun']} overwritten in the flight "
                 f"recorder, counted), {hits} hits in uprobe_profile")
         also = ("hits in uprobe_profile", hits)
-        if run.threads > 1 and tracefs.kernel_version() < (6, 12):
+        if run.cfg.workload:
+            also = None
+            note += (f"; the ring buffer keeps the target's threads only, while the hits count every "
+                     f"process mapping {run.build}, so the recorded events decide")
+        elif run.threads > 1 and tracefs.kernel_version() < (6, 12):
             also = None
             note += (f"; before Linux 6.12 the hit counter is not exact with {run.threads} "
                      "threads (10cdb82aa77f), so the recorded events decide")
