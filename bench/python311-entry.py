@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "scripts"))
 from elfinfo import Elf  # noqa: E402
 from tracers import tracefs  # noqa: E402
+from workloads import mem_address, raise_semaphores  # noqa: E402
 
 PY = "/usr/bin/python3.11"
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 10000
@@ -41,46 +42,39 @@ line_sem = elf.file_offset(line.semaphore)
 print(f"{PY}: function__entry at {off:#x}, semaphore {sem:#x}; line's semaphore {line_sem:#x}")
 
 
-def mem_addr(pid, fileoff):
-    """The address in PID of the binary's file offset FILEOFF (its writable mapping)."""
-    real = os.path.realpath(PY)
-    for ln in open(f"/proc/{pid}/maps"):
-        f = ln.split()
-        if len(f) >= 6 and f[5] == real and "w" in f[1]:
-            lo, hi = (int(x, 16) for x in f[0].split("-"))
-            moff = int(f[2], 16)
-            if moff <= fileoff < moff + (hi - lo):
-                return lo + fileoff - moff
-    raise SystemExit("no writable mapping")
-
-
-def bump(pid, fileoff, by):
-    """Adds BY to the 2-byte semaphore at FILEOFF in PID; its value before."""
-    a = mem_addr(pid, fileoff)
-    fd = os.open(f"/proc/{pid}/mem", os.O_RDWR)
+def entry_semaphore(pid):
+    """The function__entry semaphore's value in PID (raised by 0: read only)."""
+    fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY)
     try:
-        v = struct.unpack("<H", os.pread(fd, 2, a))[0]
-        os.pwrite(fd, struct.pack("<H", v + by), a)
-        return v
+        return struct.unpack("<H", os.pread(fd, 2, mem_address(pid, PY, sem)))[0]
     finally:
         os.close(fd)
 
 
 tdir = tracefs.find()
-assert tdir, "tracefs not mounted"
-for case in ("entry semaphore only (the kernel's ref counter)", "and line raised through /proc/PID/mem"):
+if not tdir:
+    sys.exit("python311-entry: tracefs is not mounted")
+for case in ("entry semaphore only (the kernel's ref counter)",
+             "and line raised through /proc/PID/mem"):
     g, e = "kitpy311", "kitpy311_entry"
     tracefs.add_uprobe(g, e, PY, off, sem, "")
     en = os.path.join(tdir, "events", g, e, "enable")
-    tracefs.write(en, "1")
+    p = None
     try:
+        tracefs.write(en, "1")
         p = subprocess.Popen([PY, "-I", "-S", "-c", SCRIPT], stdin=subprocess.PIPE)
         time.sleep(0.3)  # it has started and waits on stdin
-        was = bump(p.pid, sem, 0)
+        was = entry_semaphore(p.pid)
         if "line" in case:
-            bump(p.pid, line_sem, +1)
-        p.stdin.write(b"x"); p.stdin.close(); p.wait()
-        print(f"{case}: entry semaphore read {was} in the process; {tracefs.hits(e, PY)} hits of {N} calls")
+            raise_semaphores(p.pid, PY, ["line"])
+        p.stdin.write(b"x")
+        p.stdin.close()
+        p.wait()
+        print(f"{case}: entry semaphore read {was} in the process; {tracefs.hits(e, PY)} hits "
+              f"of {N} calls")
     finally:
+        if p and p.poll() is None:
+            p.kill()
+            p.wait()
         tracefs.write(en, "0")
         tracefs.remove_uprobe(g, e)

@@ -70,6 +70,8 @@ def kit(tmp):
     rows, meta, _ = load(os.path.join(res, "latest"))
     c = next(c for c in analyse(rows, meta)["cells"] if c["config"] == "idle-sdt")
     o = c["overhead"]
+    if not o or o["lo_ns"] is None:
+        sys.exit(f"versus: the kit's idle-sdt has no interval ({c['stopped'] or c['flags']})")
     return wall, o["mean_ns"], (o["hi_ns"] - o["lo_ns"]) / 2, c["n_runs"]
 
 
@@ -81,6 +83,8 @@ def main():
                    help="then T A/A tries: hyperfine on build/benchmark-plain twice, at the "
                         "last try's runs, and how often its interval held the true 0")
     a = p.parse_args()
+    if a.tries < 1 or a.aa < 0 or a.iter < 1:
+        p.error("--tries and --iter want a whole number of at least 1, --aa at least 0")
     if not shutil.which("hyperfine"):
         sys.exit("versus: hyperfine is not installed (Debian package hyperfine)")
     subprocess.run([*MAKE, "build/benchmark-plain", "build/benchmark-sdt"],

@@ -236,6 +236,18 @@ CONFIGS = [
 BY_NAME = {c.name: c for c in CONFIGS}
 
 
+def is_baseline(name):
+    """NAME is a baseline: the kit's, or a real program's untraced row."""
+    return against(name) == name
+
+
+def real(name):
+    """NAME runs a real program (workloads.py), measured against its own
+    untraced row, never against the kit's bare call."""
+    c = BY_NAME.get(name)
+    return bool(c and c.workload)
+
+
 def against(name):
     """The configuration NAME is measured against (BASELINE for a name the
     table no longer has: an older folder's)."""

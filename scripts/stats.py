@@ -348,7 +348,8 @@ def analyse(rows, meta):
             c["overhead"] = (overhead(c, b, pilot(meta, c["config"], c["threads"]))
                              if b and c is not b else None)
     scaling([c for c in out if c["n_runs"]], ncpu)
-    return {"cells": out, **outcomes(rows), "has_baseline": bool(base), "cpus": ncpu,
+    return {"cells": out, **outcomes(rows), "cpus": ncpu,
+            "has_baseline": any(k[0] == BASELINE for k in base),  # the kit's own
             "sites": sites(out)}
 
 
@@ -429,7 +430,8 @@ def sites(cells):
     where the kernel refused the probe, CRASHES where the target died)."""
     out = []
     for c in cells:
-        if not c.get("path") and not c.get("build", "").endswith("-canary"):
+        if (not c.get("path") and not c.get("build", "").endswith("-canary")) \
+                or configs.real(c["config"]):  # a real program's: not one of the kit's sites
             continue
         o = c.get("overhead")
         seen = (c.get("check") or {}).get("seen")

@@ -10,6 +10,7 @@ before the kernel's reference counter), which prices what the program
 computes for a listener before any probe traps.
 """
 import os
+import platform
 import struct
 import time
 from dataclasses import dataclass
@@ -28,10 +29,10 @@ class Workload:
     description: str
 
 
+PYTHON = "/usr/bin/python3.11"  # Debian's, with its markers (not a pyenv build)
 WORKLOADS = {w.name: w for w in (
-    Workload("python", "/usr/bin/python3.11",
-             ("/usr/bin/python3.11", "-I", "-S", os.path.join(ROOT, "src", "workloads",
-                                                              "calls.py")),
+    Workload("python", PYTHON, (PYTHON, "-I", "-S", os.path.join(ROOT, "src", "workloads",
+                                                                  "calls.py")),
              "python", "python3.11",
              "Debian's CPython 3.11 (--with-dtrace), each thread calling a one-line "
              "function ITER times (src/workloads/calls.py)"),
@@ -47,32 +48,45 @@ def markers(program):
     return {n.name: n for n in Elf(program).sdt_notes()}
 
 
-def unavailable(w, marker):
-    """Why workload W cannot run here with a probe at MARKER, or None."""
+def unavailable(w, marker, semaphores=()):
+    """Why workload W cannot run here with a probe at MARKER (and the
+    SEMAPHORES of those markers raised), or None."""
+    if platform.machine() not in READ_SYSCALL:
+        return f"the held target's gate is read from /proc/PID/syscall, not known on " \
+               f"{platform.machine()}"
     if not os.path.exists(w.program):
         return f"{w.program} not found (Debian package {w.package})"
     try:
         have = markers(w.program)
     except (OSError, ValueError) as e:
         return f"{w.program}: {e}"
-    if marker not in have:
-        return (f"{w.program} has no {w.provider}:{marker} marker (it has: "
-                f"{', '.join(sorted(have)) or 'none'}): a build without --with-dtrace?")
+    for m in (marker, *semaphores):
+        if m not in have:
+            return (f"{w.program} has no {w.provider}:{m} marker (it has: "
+                    f"{', '.join(sorted(have)) or 'none'}): a build without --with-dtrace?")
+        if m in semaphores and not have[m].semaphore:
+            return f"{w.program}: its {w.provider}:{m} marker has no semaphore"
     return None
 
 
-def wait_held(pid, timeout=30.0):
+# read(2)'s number, as /proc/PID/syscall gives it, by machine.
+READ_SYSCALL = {"x86_64": "0", "aarch64": "63"}
+
+
+def wait_held(pid, alive, timeout=30.0):
     """Waits until process PID's main thread is blocked reading its stdin
     (the --hold gate of a workload's target: /proc/PID/syscall says read
-    on fd 0); False if it did not get there within TIMEOUT seconds."""
+    on fd 0); False if it did not get there within TIMEOUT seconds, or
+    ALIVE() says it ended."""
+    nr = READ_SYSCALL.get(platform.machine())
     end = time.monotonic() + timeout
-    while time.monotonic() < end:
+    while nr and time.monotonic() < end and alive():
         try:
             with open(f"/proc/{pid}/syscall") as f:
                 fields = f.read().split()
         except OSError:
             return False
-        if fields[:2] == ["0", "0x0"]:  # read(0, ...)
+        if fields[:2] == [nr, "0x0"]:  # read(0, ...)
             return True
         time.sleep(0.002)
     return False
@@ -101,7 +115,7 @@ def raise_semaphores(pid, program, names):
     fd = os.open(f"/proc/{pid}/mem", os.O_RDWR)
     try:
         for name in names:
-            if not have[name].semaphore:
+            if name not in have or not have[name].semaphore:
                 raise ValueError(f"{program}: marker {name} has no semaphore")
             at = mem_address(pid, program, elf.file_offset(have[name].semaphore))
             v, = struct.unpack("<H", os.pread(fd, 2, at))

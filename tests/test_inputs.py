@@ -97,7 +97,7 @@ class BadInput(StateTest):
                              ("ITER=", "ITER '' is not allowed"),
                              ("RATE=10,,20", "RATE '10,,20' is not allowed")):
             with self.subTest(var=var):
-                r = run(["make", "-s", "run", var, "NO_INSTALL=1"])
+                r = run(["make", "-s", "--no-print-directory", "run", var, "NO_INSTALL=1"])
                 self.assertNotEqual(r.returncode, 0)
                 self.assertIn(message, r.stderr)
         self.assertFalse(os.path.exists(os.path.join(ROOT, "x")))

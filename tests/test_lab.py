@@ -69,7 +69,7 @@ class Inputs(unittest.TestCase):
     def test_inputs_listed(self):
         """The lab's inputs are params.Param rows, so `make help` lists each
         with its default."""
-        r = run(["make", "-s", "help"])
+        r = run(["make", "-s", "--no-print-directory", "help"])
         for line in ("LAB=sid", "QUICK=0", "NO_INSTALL=0", "ICOUNT=1", "MISS=0", "STAP_TIMING=0",
                      "ACCEL=auto", "LAB_TIME_LIMIT=0", "LAB_CONFIGS=every configuration"):
             self.assertRegex(r.stdout, r"make lab .*\n(\s+\S.*\n)*\s+" + re.escape(line))
@@ -116,8 +116,9 @@ class WordLists(unittest.TestCase):
             real = suite.packages
             suite.packages = lambda: ["linux-image-amd64", "kit-no-such-package"]
             try:
-                with self.assertRaises(suite.LabError):
+                with self.assertRaises(suite.LabError) as e:
                     s.make_rootfs()
+                self.assertIn("mmdebstrap", str(e.exception))  # it ran, and failed
             finally:
                 suite.packages = real
             kept = os.path.join(s.rootfs, "lib", "modules")

@@ -290,8 +290,8 @@ class Adaptive(StateTest):
         # PILOT_S=0.6: a cell's pilot fills 0.6 s of its runs (the plan's
         # estimate), 2..5 of them; the untraced ones' (~0.07 s) fill all 5
         self.assertEqual(sorted(pilots), ["baseline/1", "ftrace-sdt/1", "idle-sdt/1"])
-        self.assertEqual(pilots["idle-sdt/1"], 5)
-        self.assertTrue(2 <= pilots["ftrace-sdt/1"] <= 5, pilots)
+        self.assertGreater(pilots["idle-sdt/1"], 2, pilots)  # a run ~0.07 s: 5 unless > 0.15 s
+        self.assertGreaterEqual(pilots["idle-sdt/1"], pilots["ftrace-sdt/1"], pilots)
         traced = [c for c in stats.analyse([x for x in rows if x["rep"] >= 1], meta)["cells"]
                   if c["config"] == "ftrace-sdt"]
         self.assertIn("Stein's two-stage paired t", traced[0]["overhead"]["method"])

@@ -373,7 +373,6 @@ class Coverage(unittest.TestCase):
             with self.subTest(cv=cv, true=true):
                 held, runs = self.coverage(cv, stats.settle, seed, pilot=9, true=true)
                 self.assertGreaterEqual(held, 0.94, f"{held:.1%} held, {runs:.1f} runs a cell")
-                self.assertGreaterEqual(runs, 9)
 
     def test_stopping_on_the_width_breaks_it(self):
         held, _ = self.coverage(0.20, self.on_width, 3)

@@ -35,7 +35,7 @@ class Builds(unittest.TestCase):
         rows in order, `make` knows a rule for each, and each build but
         the baseline's marked idle has its idle-* configuration, and every
         build is some configuration's."""
-        listed = run(["make", "-s", "list"]).stdout.splitlines()
+        listed = run(["make", "-s", "--no-print-directory", "list"]).stdout.splitlines()
         self.assertEqual([ln.split()[0] for ln in listed], ALL_BUILDS)
         self.assertEqual(ALL_BUILDS[0], "plain", "the baseline first")
         for b in ALL_BUILDS:

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 from kit_test import ROOT, StateTest, kit, need_root, need_tracer, rows_of, unavailable
@@ -44,7 +45,8 @@ class Semaphores(unittest.TestCase):
         p = subprocess.Popen([*PY.argv, "--threads", "2", "--iterations", "10", "--hold"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         try:
-            self.assertTrue(workloads.wait_held(p.pid), "the target never reached its gate")
+            self.assertTrue(workloads.wait_held(p.pid, lambda: p.poll() is None),
+                            "the target never reached its gate")
             self.assertEqual(len(os.listdir(f"/proc/{p.pid}/task")), 3)  # main + 2 at the gate
             self.assertEqual(workloads.raise_semaphores(p.pid, PY.program, ["line"]),
                              {"line": 0})
@@ -58,6 +60,17 @@ class Semaphores(unittest.TestCase):
         rec, why = record.target_record(out)
         self.assertIsNone(why)
         self.assertEqual([t["calls"] for t in rec["per_thread"]], [10, 10])
+
+    def test_a_target_that_ends_is_not_waited_for(self):
+        """A workload that exits before its gate (a flag it refuses):
+        wait_held says so at once, not after its 30 s."""
+        need_python(self)
+        p = subprocess.Popen([*PY.argv, "--rate", "5"], stdin=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL)
+        t0 = time.monotonic()
+        self.assertFalse(workloads.wait_held(p.pid, lambda: p.poll() is None))
+        self.assertLess(time.monotonic() - t0, 10)
+        p.wait()
 
     def test_a_marker_the_program_lacks_is_named(self):
         why = workloads.unavailable(PY, "no__such__marker")
@@ -106,6 +119,35 @@ class Python(StateTest):
                          ["- python at 1 thread", "- python at 2 threads"])
         self.assertTrue(any("python-semaphores, no probe: +" in ln for ln in lines), lines)
         self.assertTrue(any("tracer, python-ftrace-entry: +" in ln for ln in lines), lines)
+
+
+class Family(StateTest):
+    """Adaptive stopping within a family: python-untraced, the python
+    rows' baseline, runs for as long as a row measured against it does
+    (and the kit's baseline, in the same matrix, not for them)."""
+
+    def test_the_familys_baseline_runs_while_its_rows_do(self):
+        need_root(self)
+        need_python(self)
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--threads", "1", "--min-runs", "2", "--max-runs", "4", "--pilot-s", "0",
+                     "--precision", "0.001", "--precision-ns", "0.001",
+                     "--configs", "baseline,python-untraced,python-semaphores"], res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            rows, _ = rows_of(res)
+        runs = {}
+        for x in rows:
+            if x["rep"] not in ("", "0"):
+                runs.setdefault(x["config"], []).append(x)
+        # PRECISION so tight that nothing settles: the semaphores row runs to
+        # MAX_RUNS=4, its baseline with it; the kit's baseline, alone against
+        # nothing, stops at MIN_RUNS=2
+        self.assertEqual(len(runs["python-semaphores"]), 4)
+        self.assertEqual(len(runs["python-untraced"]), 4)
+        self.assertIn(runs["python-untraced"][-1]["stopped"],  # as the round's order fell
+                      ("after 4 runs: every other cell at 1 thread had stopped",
+                       "MAX_RUNS=4 reached"))
+        self.assertEqual(len(runs["baseline"]), 2)
 
 
 if __name__ == "__main__":

@@ -152,7 +152,8 @@ class Kit:
                 attach()
 
             def release():  # the target holds: the probe, then the semaphores it wants
-                if run.workload and not workloads.wait_held(run.target_pid):
+                if run.workload and not workloads.wait_held(
+                        run.target_pid, lambda: self.sup.child.poll() is None):
                     raise TracerError(f"{run.workload.name}: the target never reached its gate "
                                       "(a read of stdin)")
                 attach()

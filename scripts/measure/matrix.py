@@ -75,7 +75,10 @@ def prepare(args, wanted):
         t = tracers.get(cfg.tracer)
         why = t.available() or t.skip_reason(cfg)
         if not why and cfg.workload:
-            why = workloads.unavailable(workloads.get(cfg.workload), cfg.marker)
+            why = (workloads.unavailable(workloads.get(cfg.workload), cfg.marker, cfg.semaphores)
+                   or ("MISS is the kit's own target's (its kit_decoy())" if args.miss else None)
+                   or (None if TIGHT in args.rate else
+                       "a real program runs its tight loop only, not paced (RATE)"))
         elif not why and not os.path.exists(target_path(cfg.build)):
             why = f"build/benchmark-{cfg.build} was not built (see make's message)"
         if why:
@@ -219,7 +222,8 @@ class Matrix:
 
     def __init__(self, kit, args, runnable):
         self.kit, self.args = kit, args
-        self.cells = [(c, n, r) for c in runnable for n in args.threads for r in args.rate]
+        self.cells = [(c, n, r) for c in runnable for n in args.threads for r in args.rate
+                      if r == TIGHT or not c.workload]  # a real program: its tight loop only
         self.attached = {c.name: cut(c) for c in runnable}
         self.plan = Plan(args, [(c.name, n, r) for c, n, r in self.cells], self.attached.get,
                          lambda name, n, ns: size_iterations(

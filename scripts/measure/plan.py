@@ -12,7 +12,7 @@ Nothing to run: measure/matrix.py uses Plan.
 import json
 
 import host
-from configs import BASELINE
+from configs import is_baseline
 from params import TIGHT, cpus, pilot_runs
 
 # Guesses for a configuration this machine has not run yet: seconds a run
@@ -130,7 +130,7 @@ class Plan:
         names = len({c[0] for c in self.cells})
         top = high(1)
         runs = f"{low} runs" if low == top else f"{low}..{top} runs (until PRECISION)"
-        mine = [k for c, k in self.pilots.items() if c[0] != BASELINE]  # it runs as they do
+        mine = [k for c, k in self.pilots.items() if not is_baseline(c[0])]  # runs as they do
         longer = sorted({k for k in mine if k > low})
         if longer and low != top:
             n = sum(1 for k in mine if k > low)

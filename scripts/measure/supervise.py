@@ -121,7 +121,8 @@ class Supervisor:
     def detach(self, tracer, run):
         self.kill_child()
         tracer.detach(run)  # if this raises, cleanup() tries again
-        self.attached.remove((tracer, run))
+        if (tracer, run) in self.attached:  # a release that failed before it attached: not
+            self.attached.remove((tracer, run))
         self.remove_leftovers(run)
 
     def remove_leftovers(self, run):

@@ -12,7 +12,7 @@ import math
 import os
 
 import kernel
-from configs import BASELINE
+import configs
 from stats import config_rank
 from render.formats import f_ns, f_overhead, normalise, undetectable
 
@@ -72,7 +72,7 @@ def plots(a, folder, p=None):
     except ImportError:
         return None, {}
     made, drawn = [], {}
-    cells = [c for c in a["cells"] if c["config"] != BASELINE]
+    cells = [c for c in a["cells"] if not configs.is_baseline(c["config"])]
     threads = sorted({c["threads"] for c in a["cells"]})
     if cells and a["has_baseline"]:
         for fn in (plot_by_config, plot_vs_threads, plot_sites):

@@ -10,7 +10,7 @@ import os
 
 import configs
 import kernel
-from configs import BASELINE
+from configs import BASELINE, real
 from record import LOSSLESS, STATUSES
 from render.formats import f_overhead, f_rate, f_x, failure_groups, normalise, reading, table, where
 from render.guest import guest_2011, guest_head, guest_line
@@ -59,13 +59,6 @@ def unsafe_sites(a):
             if s["verdict"] in kernel.BAD}
 
 
-def real(name):
-    """Configuration NAME runs a real program (workloads.py), measured
-    against its own untraced row, never the kit's bare call."""
-    c = configs.BY_NAME.get(name)
-    return bool(c and c.workload)
-
-
 def f_pct(o):
     """A slowdown as % of the program's untraced time, with its interval."""
     if not o or o.get("slowdown_x") is None:
@@ -81,9 +74,11 @@ def real_lines(a):
     costs with no probe, and its cheapest and dearest tracer that saw every
     event, as % of its own untraced time (mean [95% interval])."""
     lines = []
+    top = max([c["threads"] for c in a["cells"] if real(c["config"])] or [1])
     for c in a["cells"]:
         base = configs.BY_NAME.get(c["config"])
-        if not base or not base.workload or base.against != base.name or not c["n_runs"]:
+        if not real(c["config"]) or not configs.is_baseline(c["config"]) or not c["n_runs"] \
+                or c["threads"] not in (1, top):  # the terminal's lines: 1 thread and the most
             continue
         mine = [x for x in a["cells"] if x["threads"] == c["threads"] and x is not c
                 and configs.against(x["config"]) == c["config"]]
@@ -97,7 +92,8 @@ def real_lines(a):
                          f"{f_overhead(x['overhead'])} ns/event")
         parts += [f"{x['config']}: {cost_cell(x)}" for x in traced if not quotable(x)]
         lines.append(f"- {base.workload} at {c['threads']} thread{'s' * (c['threads'] != 1)}, "
-                     f"{f_ns_call(c)} untraced:")
+                     f"{f_ns_call(c)} untraced" + (" (a thread's wall time a call: the GIL's "
+                                                   "turns)" if c["threads"] > 1 else "") + ":")
         lines += [f"  - {p}" for p in parts or ["nothing else ran"]]
     return lines
 
@@ -117,7 +113,8 @@ def cost_rows(a):
     picks, none = [], []
     if (IDLE, 1) in by:
         picks.append(IDLE)
-    for tracer in dict.fromkeys(c["tracer"] for c in a["cells"] if c["tracer"] not in ("none", "")):
+    for tracer in dict.fromkeys(c["tracer"] for c in a["cells"]
+                                if c["tracer"] not in ("none", "") and not real(c["config"])):
         ok = [c for c in a["cells"] if c["tracer"] == tracer and c["threads"] == 1
               and quotable(c) and kernel.site_name(c["build"]) not in bad
               and not real(c["config"])]

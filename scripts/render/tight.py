@@ -5,7 +5,7 @@ sites, and the 2011 table.
 
 Nothing to run: `from render.tight import tight_markdown`.
 """
-from configs import BASELINE
+import configs
 from render.formats import (Notes, f_check, f_ns, f_overhead, f_slowdown, runs_cell,
                             skipped_failed, table, undetectable)
 from render.guest import guest_2011, guest_head, guest_line
@@ -46,7 +46,7 @@ def overhead_rows(a, notes):
         flags = [notes.inline(f) for f in c["flags"]]
         cap = next((p for p in ("MAX_RUNS", "SLICED_RUNS")
                     if c.get("stopped", "").startswith(p + "=")), None)
-        if cap and c["config"] != BASELINE:
+        if cap and not configs.is_baseline(c["config"]):
             flags.append(f"{cap} before PRECISION")
         if undetectable(c["overhead"]):
             flags.insert(0, "none detectable")
@@ -80,7 +80,8 @@ def tight_markdown(a, meta=None, guest=None):
     notes = Notes()
     lines = ["", "## Overhead per event", "",
              "Per-event time is each thread's loop wall time / calls.  Overhead is against "
-             "`baseline` at the same thread count: its mean, then its 95% interval; "
+             "`baseline` at the same thread count (a real program's rows: its own untraced row, "
+             "docs/real-programs.md): its mean, then its 95% interval; "
              "\"none detectable\" where the interval holds 0 (its upper end is then the "
              "most the runs allow).  Slowdown is the ratio of geometric means, with "
              "its interval from the same test.  A run whose tracer lost events is "

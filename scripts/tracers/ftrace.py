@@ -20,6 +20,8 @@ from .base import Events, RunState, Tracer, TracerError
 import kernel
 from elfinfo import Elf
 
+MAX_FILTERED_THREADS = 100  # 'common_pid == N || ' a thread: within ftrace's page
+
 
 @dataclass
 class State(RunState):
@@ -85,6 +87,9 @@ class Ftrace(Tracer):
             if run.cfg.workload:  # a shared program, which other processes map too:
                 # the held target's threads only (all started before its gate)
                 tids = sorted(os.listdir(f"/proc/{run.target_pid}/task"), key=int)
+                if len(tids) > MAX_FILTERED_THREADS:
+                    raise TracerError(f"ftrace: {len(tids)} threads: the filter on the target's "
+                                      f"threads holds {MAX_FILTERED_THREADS} (a page)")
                 tracefs.write(os.path.join(ev, "filter"),
                               " || ".join(f"common_pid == {t}" for t in tids))
             tracefs.write(os.path.join(ev, "enable"), "1")
