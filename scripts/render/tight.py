@@ -80,8 +80,10 @@ def tight_markdown(a, meta=None, guest=None):
     notes = Notes()
     lines = ["", "## Overhead per event", "",
              "Per-event time is each thread's loop wall time / calls.  Overhead is against "
-             "`baseline` at the same thread count (a real program's rows: its own untraced row, "
-             "docs/real-programs.md): its mean, then its 95% interval; "
+             "`baseline` at the same thread count" + (
+                 " (a real program's rows: its own untraced row, docs/real-programs.md)"
+                 if any(configs.real(c["config"]) for c in a["cells"]) else "")
+             + ": its mean, then its 95% interval; "
              "\"none detectable\" where the interval holds 0 (its upper end is then the "
              "most the runs allow).  Slowdown is the ratio of geometric means, with "
              "its interval from the same test.  A run whose tracer lost events is "
