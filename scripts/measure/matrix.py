@@ -224,10 +224,10 @@ class Matrix:
         self.kit, self.args = kit, args
         self.cells = [(c, n, r) for c in runnable for n in args.threads for r in args.rate
                       if r == TIGHT or not c.workload]  # a real program: its tight loop only
-        self.attached = {c.name: cut(c) for c in runnable}
-        self.plan = Plan(args, [(c.name, n, r) for c, n, r in self.cells], self.attached.get,
+        self.cut = {c.name: cut(c) for c in runnable}  # its runs cut to ~MAX_RUN_S: cut()
+        self.plan = Plan(args, [(c.name, n, r) for c, n, r in self.cells], self.cut.get,
                          lambda name, n, ns: size_iterations(
-                             args, ns, self.attached[name])[0] * ns / 1e9, WARMUP_ITER)
+                             args, ns, self.cut[name])[0] * ns / 1e9, WARMUP_ITER)
         self.state = Cells(args, self.cells, self.plan.pilots)
         self.warm_ups = self.plan.warm_ups()
         self.nwarm_all, self.nwarm, self.nruns = len(self.warm_ups), 0, 0
@@ -249,10 +249,10 @@ class Matrix:
             src = "earlier runs here (TIMINGS)" if m == n else (
                 f"earlier runs here at {m} thread{'s' * (m != 1)}, scaled (TIMINGS)")
             if ns:
-                self.sizing[(c.name, n)] = size_iterations(self.args, ns, self.attached[c.name],
+                self.sizing[(c.name, n)] = size_iterations(self.args, ns, self.cut[c.name],
                                                            src)
                 self.kit.estimate[(c.name, n)] = self.kit.calib_iter * ns / 1e9
-            elif self.attached[c.name]:  # its warm-up failed: the fewest calls, as warm_up() does
+            elif self.cut[c.name]:  # its warm-up failed: the fewest calls, as warm_up() does
                 self.sizing[(c.name, n)] = (min(self.args.iter, FLOOR_ITER),
                                             "fallback: no run here has timed it")
 

@@ -52,6 +52,18 @@ def f_interval(m, lo, hi, fmt=f_ns):
     return fmt(m) if lo is None else f"{fmt(m)} [{fmt(lo)}, {fmt(hi)}]"
 
 
+def f_slower(o):
+    """An overhead's slowdown as % of the untraced time, mean [95% interval]."""
+    if not o or o.get("slowdown_x") is None:
+        return "-"
+
+    def pct(x):
+        return f"{(x - 1) * 100:+,.0f}%" if abs(x - 1) >= 0.1 else f"{(x - 1) * 100:+.1f}%"
+    if o.get("slowdown_lo") is None:
+        return f"{pct(o['slowdown_x'])} (no CI)"
+    return f_interval(o["slowdown_x"], o["slowdown_lo"], o["slowdown_hi"], fmt=pct)
+
+
 def f_overhead(o):
     """Overhead per event: the mean always, then its interval (no
     interval: one run, said so)."""

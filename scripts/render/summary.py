@@ -12,7 +12,8 @@ import configs
 import kernel
 from configs import BASELINE, real
 from record import LOSSLESS, STATUSES
-from render.formats import f_overhead, f_rate, f_x, failure_groups, normalise, reading, table, where
+from render.formats import (f_ns, f_overhead, f_rate, f_slower, f_x, failure_groups, normalise,
+                            reading, table, where)
 from render.guest import guest_2011, guest_head, guest_line
 from render.y2011 import Y2011_CONFIGS, y2011
 
@@ -59,16 +60,6 @@ def unsafe_sites(a):
             if s["verdict"] in kernel.BAD}
 
 
-def f_pct(o):
-    """A slowdown as % of the program's untraced time, with its interval."""
-    if not o or o.get("slowdown_x") is None:
-        return "-"
-    pct = lambda x: f"{(x - 1) * 100:+,.0f}%" if abs(x - 1) >= 0.1 else f"{(x - 1) * 100:+.1f}%"  # noqa: E731
-    if o.get("slowdown_lo") is None:
-        return f"{pct(o['slowdown_x'])} (no CI)"
-    return f"{pct(o['slowdown_x'])} [{pct(o['slowdown_lo'])}, {pct(o['slowdown_hi'])}]"
-
-
 def real_lines(a):
     """Per real program and thread count: what raising its semaphores
     costs with no probe, and its cheapest and dearest tracer that saw every
@@ -85,21 +76,17 @@ def real_lines(a):
         quiet = [x for x in mine if x["tracer"] in ("none", "") and x.get("overhead")]
         traced = [x for x in mine if x["tracer"] not in ("none", "")]
         ok = sorted((x for x in traced if quotable(x)), key=lambda x: x["overhead"]["mean_ns"])
-        parts = [f"{x['config']}, no probe: {f_pct(x['overhead'])}" for x in quiet]
+        parts = [f"{x['config']}, no probe: {f_slower(x['overhead'])}" for x in quiet]
         for what, x in ((("cheapest", ok[0]), ("dearest", ok[-1])) if len(ok) > 1 else
                         (("tracer", ok[0]),) if ok else ()):
-            parts.append(f"{what}, {x['config']}: {f_pct(x['overhead'])}; "
+            parts.append(f"{what}, {x['config']}: {f_slower(x['overhead'])}; "
                          f"{f_overhead(x['overhead'])} ns/event")
         parts += [f"{x['config']}: {cost_cell(x)}" for x in traced if not quotable(x)]
         lines.append(f"- {base.workload} at {c['threads']} thread{'s' * (c['threads'] != 1)}, "
-                     f"{f_ns_call(c)} untraced" + (" (a thread's wall time a call: the GIL's "
+                     f"{f_ns(c.get('mean_ns'))} ns a call untraced" + (" (a thread's wall time a call: the GIL's "
                                                    "turns)" if c["threads"] > 1 else "") + ":")
         lines += [f"  - {p}" for p in parts or ["nothing else ran"]]
     return lines
-
-
-def f_ns_call(c):
-    return f"{c['mean_ns']:,.0f} ns a call" if c.get("mean_ns") is not None else "-"
 
 
 def cost_rows(a):

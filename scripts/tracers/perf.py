@@ -66,11 +66,10 @@ class Perf(Tracer):
         where = {"function": f"{run.tag}=single_trace",
                  "return": f"{run.tag}=single_trace%return"}.get(run.cfg.probe,
                                                                   "sdt_benchmark:single_trace")
-        out = self.sh(self.perf("probe", "-x", run.build, "-a", where), log=run.log,
-                      check=False, code=True)
-        if out[0] != 0:
-            raise TracerError(self.add_failed(out[0], out[1], where))
-        out = out[1]
+        status, out = self.sh(self.perf("probe", "-x", run.build, "-a", where), log=run.log,
+                              check=False, code=True)
+        if status != 0:
+            raise TracerError(self.add_failed(status, out, where))
         m = re.search(r"^\s+(\w+:\w*) \(on ", out, re.M)
         if not m:
             raise TracerError("perf probe added no event (see its log)")
