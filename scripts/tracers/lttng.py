@@ -103,6 +103,9 @@ class Lttng(Tracer):
     def __init__(self):
         self.started = set()
         self.helpers = {}  # pid: start time, of what the daemons the kit started spawned
+        self.ours = set()  # every session daemon the kit started, dead or alive
+        self.consumers_before = None  # the consumer daemons there before the first
+        self.since = None  # the first one's start time (clock ticks since boot)
         self.log = None
 
     def available(self):
@@ -116,14 +119,34 @@ class Lttng(Tracer):
 
     def start_daemon(self, say):
         before = sessiond_pids()
+        if self.consumers_before is None:
+            self.consumers_before = {pid for pid, _ in live("lttng-consumerd")}
         self.sh(["lttng-sessiond", "--daemonize", "--no-kernel"], log=self.log)
         new = sessiond_pids() - before
         self.started |= new
+        self.ours |= new
+        starts = [int(st[1][19]) for st in map(proc_stat, new) if st]
+        if starts and self.since is None:
+            self.since = min(starts)
         say(f"lttng: started lttng-sessiond (pid {' '.join(map(str, sorted(new)))}); "
             "it is stopped at the end")
 
+    def orphans(self):
+        """{pid: start time} of the consumer daemons a session daemon of the
+        kit's spawned and left when it was killed before the kit saw its
+        children (the kill landing between the spawn and attach()'s look):
+        new since the kit started its first daemon, and whose parent is no
+        session daemon of someone else's."""
+        if self.since is None:
+            return {}
+        others = sessiond_pids() - self.ours
+        return {pid: f[19] for pid, f in live("lttng-consumerd")
+                if pid not in self.consumers_before and int(f[19]) >= self.since
+                and int(f[1]) not in others}
+
     def teardown(self):
         self.helpers.update(family(self.started))
+        self.helpers.update(self.orphans())
         for pid in self.started:
             try:
                 os.kill(pid, signal.SIGTERM)
@@ -144,6 +167,7 @@ class Lttng(Tracer):
                                                     for p in left), DAEMON_STOP_S):
                 break
         self.helpers = {}
+        self.ours, self.consumers_before, self.since = set(), None, None
 
     def lttng(self, run, *args):
         return self.sh(["lttng", "--no-sessiond", *args], log=run.log)
