@@ -101,6 +101,7 @@ C = Config
 # The configuration every other is measured against (the first row).
 BASELINE = "baseline"
 PYTHON_BASELINE = "python-untraced"  # the python-* rows' own
+PG_BASELINE = "postgres-untraced"  # the postgres-* rows' own
 CONFIGS = [
     # Baselines first: nothing attached.  `baseline` is what every other
     # row is measured against; the idle-* rows are each build's own cost
@@ -231,6 +232,41 @@ CONFIGS = [
       attach="running", semaphores=("line",),
       description="uprobe on python:function__entry (the kernel raising its semaphore), "
                   "line's raised through /proc/PID/mem, events of the target's pid"),
+    C("python-bpftrace-entry", "python", "bpftrace", "marker-semaphore", "count",
+      workload="python", marker="function__entry", baseline=PYTHON_BASELINE,
+      attach="running", semaphores=("line",),
+      description="bpftrace -p PID, usdt python:function__entry { count }; line's semaphore "
+                  "raised through /proc/PID/mem"),
+    C("python-perf-entry", "python", "perf", "marker-semaphore", "count", "stat",
+      workload="python", marker="function__entry", baseline=PYTHON_BASELINE,
+      attach="running", semaphores=("line",),
+      description="perf probe sdt_python:function__entry, perf stat -p PID; line's semaphore "
+                  "raised through /proc/PID/mem"),
+    # SystemTap 4.8's bpf runtime raises no semaphore (0 events with line's
+    # alone): the runner raises both.
+    C("python-stap-entry", "python", "stap", "marker", "count", script="stp/python-entry.stp",
+      workload="python", marker="function__entry", baseline=PYTHON_BASELINE,
+      attach="running", semaphores=("function__entry", "line"),
+      description="stap -x PID, process.mark(\"function__entry\") { count } (stp/"
+                  "python-entry.stp); both semaphores raised through /proc/PID/mem"),
+
+    # PostgreSQL 15 (workloads.py): a throwaway cluster, pgbench's clients
+    # (THREADS) each running ITER transactions; probes by path, on every
+    # backend, started after the attach.  query__start is checked against
+    # pg_stat_statements; lwlock__acquire, of which the server keeps no
+    # count, is unverified, its tracers' counts set side by side.  Its
+    # markers are guarded (lwlock__acquire's is read: ftrace without the
+    # reference counter sees 0), so every probe raises the semaphore.
+    C(PG_BASELINE, "postgres", "none", workload="postgres", marker="query__start",
+      baseline=PG_BASELINE, attach="running",
+      description="PostgreSQL 15, pgbench -M simple, THREADS clients x ITER transactions"),
+    *[C(f"postgres-{t}-{what}", "postgres", t, "marker-semaphore", "count", mode,
+        workload="postgres", marker=marker, baseline=PG_BASELINE, attach="running",
+        description=f"{how} on postgresql:{marker}, every backend")
+      for what, marker in (("query", "query__start"), ("lwlock", "lwlock__acquire"))
+      for t, mode, how in (("ftrace", "", "uprobe_events probe"),
+                           ("bpftrace", "", "bpftrace usdt { count }"),
+                           ("perf", "stat", "perf stat -a"))],
 ]
 
 BY_NAME = {c.name: c for c in CONFIGS}

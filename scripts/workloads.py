@@ -11,22 +11,186 @@ computes for a listener before any probe traps.
 """
 import os
 import platform
+import pwd
+import shutil
+import signal
 import struct
+import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import dataclass
 
+import host
 from elfinfo import Elf
 from host import ROOT
 
 
 @dataclass(frozen=True)
 class Workload:
+    """A program someone else wrote, run as the kit's target, and its verbs:
+    unavailable() (why it cannot run here, one line), prepare() (what its
+    command needs made first: the extra arguments), cleanup() (what a run
+    left, removed whatever happened), and its own count of each marker, in
+    its record's "fired" (where it keeps none, a tracer's count is
+    unverified)."""
     name: str
     program: str  # the ELF file whose markers are probed
     argv: tuple  # the command before the kit's --threads, --iterations, ...
     provider: str  # the markers' provider
     package: str  # the Debian package of PROGRAM
     description: str
+    # The probe is on every process mapping PROGRAM (a server's backends,
+    # started after the attach), not on the held target's own threads.
+    by_path: bool = False
+    warmup_iter: int = 20000  # a warm-up's calls (its transactions) per thread
+    max_iter: int = 10 ** 9  # the most calls a thread makes in a run (QUICK's ITER too)
+    counted: str = ""  # why the tracers' counts are checked as they are
+    needs: tuple = ()  # (command, package) beside PROGRAM
+    call: str = "call"  # what one of its ITER calls a thread is
+    threads_are: str = ""  # what its THREADS are, where more than 1 share something
+    serial: bool = False  # its threads take turns (one runs at a time)
+
+    def unavailable(self):
+        """Why it cannot run here at all (before any marker), or None."""
+        if not os.path.exists(self.program):
+            return f"{self.program} not found (Debian package {self.package})"
+        for c, pkg in self.needs:
+            if not os.path.exists(c):
+                return f"{c} not found (Debian package {pkg})"
+        return None
+
+    def missing(self):
+        """The Debian packages of what it needs that this machine lacks."""
+        return sorted({pkg for path, pkg in ((self.program, self.package), *self.needs)
+                       if not os.path.exists(path)})
+
+    def prepare(self, scratch):
+        """The extra arguments of one run's command, with what they name
+        made under SCRATCH (a folder of the run's own)."""
+        return []
+
+    def cleanup(self, scratch, log):
+        """Removes what a run left (its processes, memory, folders), on
+        every path, killed runs too; LOG gets a line per thing removed."""
+
+    def teardown(self, kit_scratch):
+        """Removes what the kit's runs shared (made by prepare), at its end."""
+
+
+class Postgres(Workload):
+    """A throwaway cluster in a folder of the run's own, copied from a
+    template cluster the kit makes once (in a folder named after its
+    scratch, removed by teardown), both of which the cluster's owner
+    (`postgres`) may enter.  Cleanup after the target (its session killed,
+    the server with it): any process whose working directory is one of
+    those clusters' data folders (a backend, in a session of its own, that
+    outlived its server: the data folder is the kit's, so the process is),
+    the SysV segment a postmaster.pid there names where nothing is
+    attached to it, then the run's folder, and the template if it is only
+    half made."""
+
+    def unavailable(self):
+        why = super().unavailable()
+        if why:
+            return why
+        if os.geteuid() == 0:
+            try:
+                pwd.getpwnam(PG_OWNER)
+            except KeyError:
+                return f"no {PG_OWNER} user (the postgresql-common package makes it)"
+        return None
+
+    @staticmethod
+    def folders(scratch):
+        """(the run's cluster folder, the kit's template) for run SCRATCH."""
+        tmp = tempfile.gettempdir()
+        return (os.path.join(tmp, os.path.basename(scratch) + "-pg"),
+                os.path.join(tmp, os.path.basename(os.path.dirname(scratch)) + "-pg-template"))
+
+    def prepare(self, scratch):
+        top, template = self.folders(scratch)
+        for d in (top, template):
+            if not os.path.isdir(d):
+                os.mkdir(d, 0o700)
+                if os.geteuid() == 0:
+                    pw = pwd.getpwnam(PG_OWNER)
+                    os.chown(d, pw.pw_uid, pw.pw_gid)
+        return ["--dir", top, "--template", template]
+
+    def cleanup(self, scratch, log):
+        top, template = self.folders(scratch)
+        whole = os.path.isdir(os.path.join(template, "data"))  # pgbench.py renames it so
+        said = self.remove([top] + ([] if whole else [template]), keep=[template])
+        if said:
+            with open(log, "a") as f:
+                f.write(f"workload cleanup: removed what the cluster left: {', '.join(said)}\n")
+
+    def teardown(self, kit_scratch):
+        self.remove([self.folders(os.path.join(kit_scratch, "x"))[1]])
+
+    @staticmethod
+    def remove(folders, keep=()):
+        """Kills what runs in FOLDERS' clusters (and KEEP's), removes their
+        SysV segments and FOLDERS; what it removed, in words."""
+        said = []
+        datas = {os.path.realpath(os.path.join(d, sub)) for d in [*folders, *keep]
+                 for sub in ("data", "building") if os.path.isdir(d)}
+        for _ in range(100):
+            left = [pid for pid in host.pids() if cwd_of(pid) in datas]
+            if not left:
+                break
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    said.append(str(pid))
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.05)
+        for d in datas:
+            shm = shm_of(os.path.join(d, "postmaster.pid"))
+            if shm is not None and shm_attached(shm) == 0:
+                try:
+                    subprocess.run(["ipcrm", "-m", str(shm)], check=True, capture_output=True)
+                    said.append(f"shared memory segment {shm}")
+                except (OSError, subprocess.CalledProcessError):
+                    pass
+        for d in folders:
+            shutil.rmtree(d, ignore_errors=True)
+        return said
+
+
+PG_OWNER = "postgres"
+PG_BIN = "/usr/lib/postgresql/15/bin"
+
+
+def cwd_of(pid):
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+
+
+def shm_of(pidfile):
+    """The SysV shared memory id that a postmaster.pid names (its 7th
+    line, "KEY ID"), or None."""
+    try:
+        with open(pidfile) as f:
+            lines = f.read().splitlines()
+        return int(lines[6].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def shm_attached(shmid):
+    """Processes attached to SysV segment SHMID (/proc/sysvipc/shm), or
+    None where there is no such segment."""
+    with open("/proc/sysvipc/shm") as f:
+        for line in f.readlines()[1:]:
+            f_ = line.split()
+            if int(f_[1]) == shmid:
+                return int(f_[6])
+    return None
 
 
 PYTHON = "/usr/bin/python3.11"  # Debian's, with its markers (not a pyenv build)
@@ -35,7 +199,21 @@ WORKLOADS = {w.name: w for w in (
                                                                   "calls.py")),
              "python", "python3.11",
              "Debian's CPython 3.11 (--with-dtrace), each thread calling a one-line "
-             "function ITER times (src/workloads/calls.py)"),
+             "function ITER times (src/workloads/calls.py)",
+             counted="each thread's calls by its own count: past the gate every "
+                     "function__entry is one of them",
+             threads_are="a thread's wall time a call: the GIL's turns", serial=True),
+    Postgres("postgres", os.path.join(PG_BIN, "postgres"),
+             (sys.executable, os.path.join(ROOT, "src", "workloads", "pgbench.py")),
+             "postgresql", "postgresql-15",
+             "Debian's PostgreSQL 15 in a throwaway cluster, THREADS pgbench clients of ITER "
+             "TPC-B-like transactions each (src/workloads/pgbench.py)",
+             by_path=True, warmup_iter=200, max_iter=20000,
+             counted="query__start against pg_stat_statements' count of the statements run "
+                     "(and the query reading it); PostgreSQL keeps no count of its other markers",
+             needs=((os.path.join(PG_BIN, "pgbench"), "postgresql-15"),),
+             call="transaction", serial=True,
+             threads_are="pgbench clients, each its own backend, all on one CPU"),
 )}
 
 
@@ -54,8 +232,9 @@ def unavailable(w, marker, semaphores=()):
     if platform.machine() not in READ_SYSCALL:
         return f"the held target's gate is read from /proc/PID/syscall, not known on " \
                f"{platform.machine()}"
-    if not os.path.exists(w.program):
-        return f"{w.program} not found (Debian package {w.package})"
+    why = w.unavailable()
+    if why:
+        return why
     try:
         have = markers(w.program)
     except (OSError, ValueError) as e:

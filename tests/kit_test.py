@@ -112,8 +112,13 @@ def tracing_state():
     # ones only: what others run on the machine is not the kit's to judge.
     s["processes"] = sorted(p for p in descendants(os.getpid()).values() if p in (
         "stapbpf", "staprun", "stapio", "stap", "bpftrace", "perf", "uftrace",
-        "lttng-sessiond", "lttng-consumerd") or p.startswith("benchmark-"))
+        "lttng-sessiond", "lttng-consumerd", "postgres", "pgbench") or p.startswith("benchmark-"))
     s["modules"] = sorted(os.path.basename(p) for p in glob.glob("/sys/module/kit*"))
+    # A real program's leftovers (workloads.py): a throwaway cluster's
+    # folder (its Unix socket in it) and SysV shared memory.
+    s["clusters"] = sorted(glob.glob(os.path.join(tempfile.gettempdir(), "kit*-pg*")))
+    with open("/proc/sysvipc/shm") as f:
+        s["shm"] = sorted(" ".join(ln.split()[:2]) for ln in f.readlines()[1:])
     return s
 
 

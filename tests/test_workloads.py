@@ -12,13 +12,15 @@ function past its gate, so a probe at function__entry sees THREADS x ITER
 events and no other.
 """
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
 
-from kit_test import ROOT, StateTest, kit, need_root, need_tracer, rows_of, unavailable
+from kit_test import (ROOT, StateTest, descendants, kit, need_root, need_tracer, rows_of,
+                      start_kit, unavailable, wait_for)
 import configs
 import record
 import stats
@@ -83,12 +85,15 @@ class Semaphores(unittest.TestCase):
 class Python(StateTest):
     """make run CONFIGS='python-*' THREADS=1..2 (ITER=20000, RUNS=2): the
     untraced interpreter, its entry and line semaphores raised with no probe,
-    and ftrace at function__entry, which sees every call (the kernel raising
-    the entry semaphore, the runner the line's: 3.11 fires the marker only
-    with both); the answers say each against the untraced row."""
+    and each tracer at function__entry, attached to the held interpreter
+    (ftrace by itself, bpftrace -p, perf stat -p, stap -x), each of which
+    sees every call (the kernel or bcc raising the entry semaphore where the
+    tracer does, the runner the line's: 3.11 fires the marker only with
+    both); the answers say each against the untraced row."""
 
-    def test_ftrace_counts_every_call(self):
-        need_tracer(self, "ftrace")
+    def test_each_tracer_counts_every_call(self):
+        for t in sorted({c.tracer for c in configs.CONFIGS if c.workload == "python"} - {"none"}):
+            need_tracer(self, t)
         need_python(self)
         with tempfile.TemporaryDirectory() as res:
             r = kit(["--threads", "1..2", "--iter", "20000", "--runs", "2",
@@ -100,15 +105,17 @@ class Python(StateTest):
                     for f in os.listdir(os.path.join(folder, "logs"))}
         timed = [x for x in rows if x["rep"] not in ("", "0")]
         self.assertEqual(sorted({(x["config"], x["threads"]) for x in timed}),
-                         sorted((c.name, str(n)) for c in configs.CONFIGS if c.workload
-                                for n in (1, 2)))
+                         sorted((c.name, str(n)) for c in configs.CONFIGS
+                                if c.workload == "python" for n in (1, 2)))
         for row in timed:
             with self.subTest(config=row["config"], threads=row["threads"], rep=row["rep"]):
                 self.assertEqual(row["status"], "ok", row["reason"])
                 calls = int(row["threads"]) * int(row["iterations"])
                 self.assertEqual(int(row["calls"]), calls)
-                if row["config"] == "python-ftrace-entry":
+                if configs.BY_NAME[row["config"]].tracer != "none":
                     self.assertEqual(int(row["events_seen"]), calls)
+                    self.assertEqual(int(row["events_expected"]), calls)
+                if row["config"] == "python-ftrace-entry":
                     self.assertIn("filtered on the target's threads",
                                   logs[f"python-ftrace-entry-t{row['threads']}-r{row['rep']}.log"])
                 if configs.BY_NAME[row["config"]].semaphores:
@@ -118,7 +125,87 @@ class Python(StateTest):
         self.assertEqual([ln.split(",")[0] for ln in lines if ln.startswith("- ")],
                          ["- python at 1 thread", "- python at 2 threads"])
         self.assertTrue(any("python-semaphores, no probe: +" in ln for ln in lines), lines)
-        self.assertTrue(any("tracer, python-ftrace-entry: +" in ln for ln in lines), lines)
+        self.assertTrue(any("cheapest, python-" in ln for ln in lines), lines)
+        self.assertTrue(any("dearest, python-" in ln for ln in lines), lines)
+
+
+PG = workloads.get("postgres")
+
+
+def need_postgres(tc):
+    why = workloads.unavailable(PG, "query__start")
+    if why:
+        unavailable(tc, f"postgres: {why}")
+
+
+class Postgres(StateTest):
+    """A throwaway cluster (src/workloads/pgbench.py): initdb, the server on
+    a Unix socket in a folder of the run's own, pgbench -i, then pgbench's
+    clients, traced by ftrace at every backend; nothing left behind (the
+    suite's state check: no postgres or pgbench process, cluster folder or
+    SysV segment), also when the kit is stopped mid-run."""
+
+    def test_pgbench_traced_by_ftrace_counts_every_query(self):
+        need_tracer(self, "ftrace")
+        need_postgres(self)
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--threads", "1..2", "--iter", "100", "--runs", "2", "--configs",
+                     "postgres-untraced,postgres-ftrace-query,postgres-ftrace-lwlock"], res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            rows, _ = rows_of(res)
+        timed = [x for x in rows if x["rep"] not in ("", "0")]
+        self.assertEqual(len(timed), 3 * 2 * 2)
+        for row in timed:
+            with self.subTest(config=row["config"], threads=row["threads"], rep=row["rep"]):
+                n = int(row["threads"])
+                self.assertEqual(int(row["calls"]), n * 100)  # transactions, by pgbench
+                if row["config"] == "postgres-ftrace-query":
+                    self.assertEqual(row["status"], "ok", row["reason"])
+                    # pgbench's 7 statements a transaction, its 2 set-up
+                    # queries and the one reading pg_stat_statements, by
+                    # pg_stat_statements, and what ftrace saw
+                    self.assertEqual(int(row["events_expected"]), 7 * n * 100 + 3)
+                    self.assertEqual(int(row["events_seen"]), 7 * n * 100 + 3)
+                elif row["config"] == "postgres-ftrace-lwlock":
+                    self.assertEqual(row["status"], "unverified", row["reason"])
+                    self.assertIn("postgres keeps no count of lwlock__acquire", row["reason"])
+                    self.assertGreater(int(row["events_seen"]), 7 * n * 100)
+                else:
+                    self.assertEqual(row["status"], "ok", row["reason"])
+
+    def test_stopped_mid_run_leaves_no_cluster(self):
+        """SIGTERM to the kit while pgbench runs: the kit stops, the
+        cluster's processes, folder and shared memory are gone (tearDown)."""
+        need_root(self)
+        need_postgres(self)
+        with tempfile.TemporaryDirectory() as res:
+            p = start_kit(["--threads", "1", "--iter", str(PG.max_iter), "--max-run-s", "0",
+                           "--runs", "1", "--configs", "postgres-untraced"], res, session=True)
+            try:
+                self.assertTrue(wait_for(lambda: any(
+                    c == "pgbench" for c in descendants(os.getpid()).values()), 120),
+                    "pgbench never started")
+                time.sleep(0.5)
+                os.killpg(p.pid, signal.SIGTERM)
+                out, _ = p.communicate(timeout=300)
+            finally:
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+            self.assertEqual(p.returncode, 130, out[-2000:])
+
+
+class Table(unittest.TestCase):
+    """A row that attaches to a running target names a tracer that can
+    (ftrace by itself, the others by starting their own process beside
+    it): a table edit that pairs one with uftrace, say, is caught here."""
+
+    def test_running_rows_have_a_tracer_that_attaches_to_one(self):
+        import tracers
+        for c in configs.CONFIGS:
+            t = tracers.get(c.tracer)
+            if c.attach == "running" and t.attaches:
+                self.assertTrue(t.attaches_running, c.name)
 
 
 class Family(StateTest):

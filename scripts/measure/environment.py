@@ -14,17 +14,19 @@ import configs
 import elfinfo
 import host
 import tracers
+import workloads
 from host import ROOT
 from measure import paths
 from measure.kit import target_path
 from params import cpus
 
 
-def missing_packages(wanted_tracers):
+def missing_packages(wanted_tracers, wanted_workloads=()):
     """The Debian packages that what was asked for needs and this machine
-    lacks: the back-ends' (each says), the builds' (make says), and
-    matplotlib for the report's plots."""
+    lacks: the back-ends' (each says), the real programs' (workloads.py),
+    the builds' (make says), and matplotlib for the report's plots."""
     pkgs = {p for t in wanted_tracers for p in tracers.get(t).missing().values()}
+    pkgs |= {p for w in wanted_workloads for p in workloads.get(w).missing()}
     pkgs |= host.build_needs()
     if not host.has_matplotlib("/usr/bin/python3"):
         pkgs.add("python3-matplotlib")

@@ -23,7 +23,7 @@ from measure import paths
 from measure.supervise import Supervisor
 from params import DEFAULT_TIME_LIMIT, TIGHT, TIME_LIMIT_MARGIN
 from tracers.base import TracerError
-from measure.sizing import WARMUP_ITER
+from measure.sizing import WARMUP_ITER, warmup_calls
 
 
 def target_path(build):
@@ -45,6 +45,7 @@ class Run:
         self.build = self.workload.program if self.workload else target_path(cfg.build)
         self.target_pid = None  # the target's, once started (Supervisor.execute)
         self.raised = None  # {marker: semaphore before} that the runner raised in it
+        self.prepared = []  # the workload's own arguments (Workload.prepare)
         kit.serial += 1
         self.tag = f"kit{kit.id}_{kit.serial}"
         paced = "" if rate == TIGHT else f"-rate{rate}"
@@ -55,12 +56,16 @@ class Run:
         # A -pg build writes gmon.out when it exits: into scratch, not the tree.
         self.env = dict(os.environ, GMON_OUT_PREFIX=os.path.join(self.scratch, "gmon.out"))
 
+    def wrapped(self, cmd):
+        """CMD runs the target under a tracer (not the target's own command)."""
+        return cmd[0] != self.target()[0]
+
     def target(self):
         size = (["--iterations", str(self.iterations)] if self.rate == TIGHT else
                 ["--rate", str(self.rate), "--duration-ms", str(self.duration_ms)])
         miss = min(self.miss, self.iterations) if self.rate == TIGHT else 0
         order = {"running": ["--hold"], "fork": ["--fork", str(configs.FORK_CALLS)]}
-        start = list(self.workload.argv) if self.workload else [self.build]
+        start = [*self.workload.argv, *self.prepared] if self.workload else [self.build]
         return [*start, "--threads", str(self.threads), *size, "--quiet",
                 *(["--pin"] if self.pin else []), *(["--miss", str(miss)] if miss else []),
                 *order.get(self.cfg.attach, [])]
@@ -90,6 +95,9 @@ class Kit:
     def close(self):
         self.sup.cleanup()
         if self.scratch:
+            for w in workloads.WORKLOADS.values():
+                w.teardown(self.scratch)
+        if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
         if self.folder:
             self.folder.close()
@@ -100,6 +108,9 @@ class Kit:
         whose `stopped` JUDGE(row) fills (why the cell runs no more, or
         ''), and returns (row, record.Timing)."""
         tracer = tracers.get(cfg.tracer)
+        w = workloads.get(cfg.workload) if cfg.workload else None
+        if w and iterations > w.max_iter:  # a transaction, not a call: QUICK's ITER, say
+            iterations, sized_by = w.max_iter, f"{sized_by}, at most {w.name}'s {w.max_iter}"
         if rate != TIGHT:
             iterations = max(1, rate * round(self.args.duration * 1000) // 1000)
             sized_by = f"RATE={rate} x DURATION={self.args.duration:g} s"
@@ -115,7 +126,7 @@ class Kit:
             rec, rusage, ev, path, cmd = self.trace(tracer, run)
             fields, timing.max_thread_wall_ns = record.target_fields(rec)
             row.update(fields, path=path)
-            row.update(self.tracer_cpu(ev, rusage, rec, cmd[0] != run.build))
+            row.update(self.tracer_cpu(ev, rusage, rec, run.wrapped(cmd)))
             self.judge_run(row, tracer, run, rec, ev)
         except TracerError as e:
             row["reason"] = str(e)
@@ -144,6 +155,8 @@ class Kit:
         cfg = run.cfg
         uret = paths.UretprobeSyscalls(run) if cfg.probe == "return" else None
         try:
+            if run.workload:
+                run.prepared = run.workload.prepare(run.scratch)
             if uret:
                 self.sup.attach(uret, run)
             # ATTACH: "running" attaches while the started target holds
@@ -178,6 +191,8 @@ class Kit:
                 self.sup.detach(tracer, run)
                 if uret:
                     self.sup.detach(uret, run)
+                if run.workload:  # after the target's session is killed (detach)
+                    run.workload.cleanup(run.scratch, run.log)
         if tracer.uprobes and not uret:
             path = paths.entry_path(rec["uprobe_maps"], ev.seen)
         return rec, rusage, ev, path, cmd
@@ -208,6 +223,11 @@ class Kit:
         row.update(events_seen=ev.seen, events_dropped=ev.dropped, note=note.lstrip("; "),
                    runtime=ev.runtime)
         calls, planned = row["calls"], run.threads * run.iterations
+        fired = None
+        if run.workload and "fired" in rec:
+            # the program's own count of the marker, where it keeps one
+            fired = rec["fired"].get(cfg.marker)
+            row["events_expected"] = record.expected_events(tracer.attaches, cfg.expect, fired)
         expected = row["events_expected"]
         if run.rate != TIGHT or rec.get("fork"):
             # a paced thread that fell behind stops at DURATION; a forked
@@ -220,6 +240,10 @@ class Kit:
         else:
             row["status"], row["reason"] = record.verdict(
                 tracer.attaches, expected, ev, cfg.overwrite, row["corrupted"], calls)
+            if row["status"] == "unverified" and run.workload and fired is None:
+                row["reason"] = (f"{run.workload.name} keeps no count of {cfg.marker} "
+                                 f"({run.workload.counted}): the report sets the tracers' "
+                                 "counts side by side")
 
     def time_limit(self, run):
         """TIME_LIMIT if given; else 10x the cell's expected time (its
@@ -233,4 +257,5 @@ class Kit:
         est = self.estimate.get((run.cfg.name, run.threads))
         if est is None:
             return DEFAULT_TIME_LIMIT
-        return TIME_LIMIT_MARGIN + 10 * est * run.iterations / max(1, self.calib_iter)
+        calls = warmup_calls(self.calib_iter, run.cfg)  # what the estimate's warm-up made
+        return TIME_LIMIT_MARGIN + 10 * est * run.iterations / max(1, calls)

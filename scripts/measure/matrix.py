@@ -11,6 +11,7 @@ import random
 import tempfile
 import time
 
+import configs
 import host
 import record
 import tracers
@@ -20,7 +21,8 @@ from measure import environment as env
 from host import check_signalled
 from measure.kit import target_path
 from measure.plan import Plan, fmt_s
-from measure.sizing import FLOOR_ITER, WARMUP_ITER, size_iterations, wall_per_call
+from measure.sizing import (FLOOR_ITER, WARMUP_ITER, size_iterations, wall_per_call,
+                            warmup_calls)
 from params import TIGHT, most_runs
 from stats import settle
 from tracers.base import TracerError
@@ -56,7 +58,8 @@ def prepare(args, wanted):
     if why:
         say(f"run: cannot write results under {args.results}: {why}; nothing was done")
         return 2
-    host.install("run", env.missing_packages(wanted), args.no_install)
+    host.install("run", env.missing_packages(
+        wanted, sorted({c.workload for c in args.configs if c.workload})), args.no_install)
     if not host.make_all("run"):
         return 1
     # Each back-end settles how it will run (SystemTap its runtime); one
@@ -135,13 +138,14 @@ def warm_up(kit, args, c, n, label):
     minutes a run) and an untraced one to ITER."""
     traced = cut(c)
     runs = []
+    calls = warmup_calls(kit.calib_iter, c)
     for attempt in ("warm-up", "warm-up retry"):
         say(f"[{attempt} {label}] {c.name} threads={n}")
-        row, timing = kit.run_one(c, n, kit.calib_iter, 0, sized_by=attempt)
+        row, timing = kit.run_one(c, n, calls, 0, sized_by=attempt)
         runs.append((row, timing))
         if row["status"] in record.MEASURED:
-            it, how = size_iterations(args, wall_per_call(row, timing, n, kit.calib_iter), traced)
-            kit.estimate[(c.name, n)] = timing.elapsed_s
+            it, how = size_iterations(args, wall_per_call(row, timing, n, calls), traced)
+            kit.estimate[(c.name, n)] = timing.elapsed_s  # for its CALLS (time_limit)
             return it, how + (" (retried: the first warm-up failed)"
                               if attempt != "warm-up" else ""), runs
     if traced:
@@ -227,7 +231,8 @@ class Matrix:
         self.cut = {c.name: cut(c) for c in runnable}  # its runs cut to ~MAX_RUN_S: cut()
         self.plan = Plan(args, [(c.name, n, r) for c, n, r in self.cells], self.cut.get,
                          lambda name, n, ns: size_iterations(
-                             args, ns, self.cut[name])[0] * ns / 1e9, WARMUP_ITER)
+                             args, ns, self.cut[name])[0] * ns / 1e9,
+                         lambda name: warmup_calls(WARMUP_ITER, configs.BY_NAME[name]))
         self.state = Cells(args, self.cells, self.plan.pilots)
         self.warm_ups = self.plan.warm_ups()
         self.nwarm_all, self.nwarm, self.nruns = len(self.warm_ups), 0, 0
@@ -251,7 +256,7 @@ class Matrix:
             if ns:
                 self.sizing[(c.name, n)] = size_iterations(self.args, ns, self.cut[c.name],
                                                            src)
-                self.kit.estimate[(c.name, n)] = self.kit.calib_iter * ns / 1e9
+                self.kit.estimate[(c.name, n)] = warmup_calls(self.kit.calib_iter, c) * ns / 1e9
             elif self.cut[c.name]:  # its warm-up failed: the fewest calls, as warm_up() does
                 self.sizing[(c.name, n)] = (min(self.args.iter, FLOOR_ITER),
                                             "fallback: no run here has timed it")
@@ -269,7 +274,8 @@ class Matrix:
             self.plan.done(planned, time.monotonic() - t)
             row, timing = runs[-1]
             if row["status"] in record.MEASURED:
-                self.plan.measured(c.name, n, wall_per_call(row, timing, n, self.kit.calib_iter))
+                self.plan.measured(c.name, n, wall_per_call(row, timing, n,
+                                                            warmup_calls(self.kit.calib_iter, c)))
             self.sizing[(c.name, n)] = (it, how)
             self.runs += runs
 

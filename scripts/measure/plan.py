@@ -41,8 +41,8 @@ class Plan:
     def __init__(self, args, cells, attached, loop_s, warmup_iter):
         """CELLS: [(config name, threads, rate)]; ATTACHED(name): a tracer
         attaches; LOOP_S(name, threads, ns_per_call): the loop's seconds of
-        one timed run as the runner will size it; WARMUP_ITER: a warm-up's
-        calls per thread."""
+        one timed run as the runner will size it; WARMUP_ITER(name): a
+        warm-up's calls per thread."""
         self.args, self.cells, self.attached, self.loop_s = args, cells, attached, loop_s
         self.warmup_iter = warmup_iter
         self.cache = load(args.timings)
@@ -92,7 +92,7 @@ class Plan:
         extra, ns = self.costs(name, threads)
         if rate != TIGHT:
             return extra + self.args.duration
-        return extra + (self.warmup_iter * ns / 1e9 if warm_up
+        return extra + (self.warmup_iter(name) * ns / 1e9 if warm_up
                         else self.loop_s(name, threads, ns))
 
     def warm_ups(self):

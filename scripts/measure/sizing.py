@@ -8,10 +8,20 @@ Nothing to run: `from measure import sizing`.
 import math
 
 import record
+import workloads
 from params import MAX_ITER, cpus
 
 WARMUP_ITER = 20000  # per thread, for the warm-up that also calibrates
 FLOOR_ITER = 2000  # the fewest calls a sized run makes
+
+
+def warmup_calls(calib_iter, cfg):
+    """A warm-up's calls per thread for CFG: CALIB_ITER (ITER, at most
+    WARMUP_ITER), or fewer for a real program whose call is a whole
+    transaction (workloads.Workload.warmup_iter)."""
+    if cfg.workload:
+        return min(calib_iter, workloads.get(cfg.workload).warmup_iter)
+    return calib_iter
 
 
 def round2(n, up):

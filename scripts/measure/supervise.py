@@ -50,7 +50,7 @@ class Supervisor:
             self.child = subprocess.Popen(cmd, stdout=out, stderr=log, stdin=stdin,
                                           cwd=cwd, start_new_session=True, env=run.env)
         run.pids.add(self.child.pid)
-        run.target_pid = self.child.pid if cmd[0] == run.build else None  # not a tracer's
+        run.target_pid = None if run.wrapped(cmd) else self.child.pid  # not a tracer's
         if release:
             try:
                 release()

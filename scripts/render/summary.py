@@ -10,6 +10,7 @@ import os
 
 import configs
 import kernel
+import workloads
 from configs import BASELINE, real
 from record import LOSSLESS, STATUSES
 from render.formats import (f_ns, f_overhead, f_rate, f_slower, f_x, failure_groups, normalise,
@@ -60,10 +61,26 @@ def unsafe_sites(a):
             if s["verdict"] in kernel.BAD}
 
 
+def per_event(x, w):
+    """A real program's cell's overhead per event: per call (a Python call,
+    a pgbench transaction) over the events a call fired, by the tracer's
+    own count (the program's, where it keeps one, is the same: quotable);
+    and where its threads take turns (workload W's `serial`: the GIL, one
+    CPU), a thread's wall time a call holds every thread's calls, so over
+    the threads too."""
+    o, seen = x["overhead"], (x.get("check") or {}).get("seen")
+    k = seen / x["calls"] if seen and x.get("calls") else 1.0
+    k *= x["threads"] if w.serial else 1
+    return {**o, **{f: (o[f] / k if o[f] is not None else None)
+                    for f in ("mean_ns", "lo_ns", "hi_ns")}}
+
+
 def real_lines(a):
     """Per real program and thread count: what raising its semaphores
-    costs with no probe, and its cheapest and dearest tracer that saw every
-    event, as % of its own untraced time (mean [95% interval])."""
+    costs with no probe, its cheapest and dearest tracer that saw every
+    event, as % of its own untraced time (mean [95% interval]), and where
+    the program keeps no count of a marker, each tracer's slowdown with the
+    events it counted, side by side."""
     lines = []
     top = max([c["threads"] for c in a["cells"] if real(c["config"])] or [1])
     for c in a["cells"]:
@@ -71,6 +88,7 @@ def real_lines(a):
         if not real(c["config"]) or not configs.is_baseline(c["config"]) or not c["n_runs"] \
                 or c["threads"] not in (1, top):  # the terminal's lines: 1 thread and the most
             continue
+        w = workloads.get(base.workload)
         mine = [x for x in a["cells"] if x["threads"] == c["threads"] and x is not c
                 and configs.against(x["config"]) == c["config"]]
         quiet = [x for x in mine if x["tracer"] in ("none", "") and x.get("overhead")]
@@ -80,11 +98,19 @@ def real_lines(a):
         for what, x in ((("cheapest", ok[0]), ("dearest", ok[-1])) if len(ok) > 1 else
                         (("tracer", ok[0]),) if ok else ()):
             parts.append(f"{what}, {x['config']}: {f_slower(x['overhead'])}; "
-                         f"{f_overhead(x['overhead'])} ns/event")
-        parts += [f"{x['config']}: {cost_cell(x)}" for x in traced if not quotable(x)]
+                         f"{f_overhead(per_event(x, w))} ns/event")
+        for x in traced:
+            if quotable(x):
+                continue
+            if (x.get("check") or {}).get("verdict") == "unverified" and x.get("overhead"):
+                seen = x["check"]["seen"]
+                parts.append(f"{x['config']}: {f_slower(x['overhead'])}; "
+                             f"{seen / x['calls']:,.1f} events a {w.call}, unverified")
+            else:
+                parts.append(f"{x['config']}: {cost_cell(x)}")
+        many = f" ({w.threads_are})" if c["threads"] > 1 and w.threads_are else ""
         lines.append(f"- {base.workload} at {c['threads']} thread{'s' * (c['threads'] != 1)}, "
-                     f"{f_ns(c.get('mean_ns'))} ns a call untraced" + (" (a thread's wall time a call: the GIL's "
-                                                   "turns)" if c["threads"] > 1 else "") + ":")
+                     f"{f_ns(c.get('mean_ns'))} ns a {w.call} untraced{many}:")
         lines += [f"  - {p}" for p in parts or ["nothing else ran"]]
     return lines
 

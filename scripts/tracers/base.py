@@ -1,6 +1,9 @@
 """base.py: what every tracer back-end shares (see tracers/__init__.py)."""
 import os
 import shutil
+import signal
+import subprocess
+import time
 from dataclasses import dataclass
 
 import host
@@ -9,6 +12,8 @@ from record import Events  # noqa: F401  (what events() returns)
 TOOL_TIMEOUT_S = 120  # a tracer's command that sets up or tears down
 LONG_TIMEOUT_S = 600  # one that compiles, or reads a whole run's data
 LOG_TAIL = 4096  # bytes of a tracer's output copied to the log, or read for its count
+LIVE_POLL_S = 0.005  # a live tracer's readiness, looked at this often
+LIVE_LINE = "kit: probes live"  # what a live tracer's begin probe prints (start_live)
 
 
 class TracerError(Exception):
@@ -16,9 +21,26 @@ class TracerError(Exception):
 
 
 @dataclass
+class Live:
+    """A tracer's own process started beside a target that is already
+    running (attach "running", configs.ATTACH): its pid, the file its
+    stdout goes to, and once it has ended, its exit status and CPU."""
+    proc: subprocess.Popen
+    out: str
+    status: int = None
+    cpu_ns: tuple = None  # (user, system)
+
+    def printed(self, what):
+        """It has printed WHAT (its ready line) on its stdout."""
+        with open(self.out, errors="replace") as f:
+            return what in f.read()
+
+
+@dataclass
 class RunState:
     """A back-end's own record of one run (run.state), kept between its
     verbs; each back-end subclasses it with its fields."""
+    live: Live = None  # its own process beside a running target (start_live)
 
     def take(self, field):
         """The field's value, cleared: detach undoes a thing only once."""
@@ -32,6 +54,10 @@ class Tracer:
     needs = {}  # program it needs on PATH -> the Debian package providing it
     versions = ()  # programs whose --version meta.json records
     attaches = True  # False for the baselines' "tracer" (nothing attached)
+    # It can attach to a target that is already running (attach "running"):
+    # by itself (ftrace), or by starting its own process beside the target
+    # (start_live).  A back-end that only wraps the target's command cannot.
+    attaches_running = False
     uprobes = True  # its probes are uprobes (so the row says which path they took)
     # The order (configs.ATTACH) in which its marker probe really meets the
     # target on a "before" row, where that differs, and why (kernel.check).
@@ -87,6 +113,94 @@ class Tracer:
         pass
 
     # Helpers for the back-ends.
+    def start_live(self, run, cmd, ready, env=None):
+        """Starts CMD (the tracer, pointed at run.target_pid) in a session
+        of its own, its stdout to a scratch file and its stderr to the
+        run's log, and waits until READY(live) says its probes are live;
+        TracerError (the tracer stopped) if it ends first or takes
+        TOOL_TIMEOUT_S.  Kept in run.state.live for stop_live(), which
+        detach calls too: no path leaves it running."""
+        out = os.path.join(run.scratch, f"{self.name}.out")
+        with host.deferred(), open(out, "w") as o, open(run.log, "a") as log:
+            log.write("$ " + " ".join(cmd) + "\n")
+            log.flush()
+            try:
+                p = subprocess.Popen(cmd, stdout=o, stderr=log, stdin=subprocess.DEVNULL, env=env,
+                                     cwd=host.ROOT, start_new_session=True,
+                                     preexec_fn=host.default_signals)
+            except OSError as e:
+                raise TracerError(f"{cmd[0]}: {e.strerror}")
+            live = run.state.live = Live(p, out)
+            run.pids.add(p.pid)
+        deadline = time.monotonic() + TOOL_TIMEOUT_S
+        while not ready(live):
+            host.check_signalled()
+            ended = os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            if ended or time.monotonic() > deadline:
+                self.stop_live(run)
+                why = (f"exited with status {live.status}" if ended else
+                       f"had no probe live after {TOOL_TIMEOUT_S} s")
+                with open(run.log, errors="replace") as f:
+                    said = [ln.strip() for ln in f if ln.strip() and not ln.startswith("$")
+                            and not any(n in ln for n in self.log_noise)]
+                raise TracerError(f"{os.path.basename(cmd[0])} {why} before its probes were "
+                                  "live" + (f": {said[-1]}" if said else ""))
+            time.sleep(LIVE_POLL_S)
+        return live
+
+    def stop_live(self, run, sig=signal.SIGINT):
+        """Stops the live tracer (SIG to the process the kit started, the
+        way its user stops it; SIGKILL to its session after TOOL_TIMEOUT_S)
+        and reaps it, its CPU kept; what it started and left is killed
+        too, so that what they left in the kernel can be removed (their
+        pids are dead).  The Live, or None if none was started.  Not SIG to
+        the whole session: stap passes it on to stapbpf itself, and with a
+        second copy stapbpf now and then (1 run in 50 here) killed itself
+        and stap by SIGKILL, its uprobe left in uprobe_events."""
+        live = run.state.live
+        if live is None or live.status is not None:
+            return live
+        p = live.proc
+        with host.deferred():
+            pid, st, ru = os.wait4(p.pid, os.WNOHANG)  # perf stat -p ends with its target
+            deadline = time.monotonic() + TOOL_TIMEOUT_S
+            if not pid:
+                os.kill(p.pid, sig)  # its pid, never a name
+            while not pid:
+                time.sleep(LIVE_POLL_S)
+                pid, st, ru = os.wait4(p.pid, os.WNOHANG)
+                if not pid and time.monotonic() > deadline:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    deadline = float("inf")
+            p.returncode = live.status = os.waitstatus_to_exitcode(st)
+            live.cpu_ns = (int(ru.ru_utime * 1e9), int(ru.ru_stime * 1e9))
+            end = time.monotonic() + TOOL_TIMEOUT_S
+            while any(int(f[3]) == p.pid for _, f in host.live()) and time.monotonic() < end:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)  # its session: what it started
+                except ProcessLookupError:
+                    break
+                time.sleep(LIVE_POLL_S)
+        return live
+        p = live.proc
+        with host.deferred():
+            if p.poll() is None:
+                os.killpg(p.pid, sig)
+            deadline = time.monotonic() + TOOL_TIMEOUT_S
+            while True:
+                pid, st, ru = os.wait4(p.pid, os.WNOHANG) if p.returncode is None else (0, 0, 0)
+                if pid or p.returncode is not None:
+                    break
+                if time.monotonic() > deadline:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    deadline = float("inf")
+                time.sleep(LIVE_POLL_S)
+            if pid:
+                p.returncode = os.waitstatus_to_exitcode(st)
+                live.cpu_ns = (int(ru.ru_utime * 1e9), int(ru.ru_stime * 1e9))
+            live.status = p.returncode
+        return live
+
     def missing(self):
         """{program: package} of what it needs and this machine lacks."""
         return {c: p for c, p in self.needs.items() if not shutil.which(c)}

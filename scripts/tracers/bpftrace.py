@@ -3,11 +3,20 @@ or a usdt probe on its marker, counting only or storing a timestamp and
 the argument per event.  Counts use count(), a per-CPU map, so threads
 do not contend and no update is lost.  bpftrace writes to its own file
 (-o) so the target's JSON record stays alone on stdout.
+
+On a real program's row (attach "running", workloads.py) bpftrace is
+started beside the held target, `bpftrace -p PID`, as a user attaches to a
+program that runs already: bcc attaches its usdt probe for that process
+alone and raises the marker's semaphore there.  Its probes are live when
+its BEGIN probe has printed (bpftrace fires BEGIN after attaching every
+other probe; its stdout, a file, is written at once, where -o's is kept in
+a buffer until it exits); the target is released then, and bpftrace is
+stopped with SIGINT, as at a terminal, once the target has ended.
 """
 import re
 from dataclasses import dataclass
 
-from .base import LOG_TAIL, Events, RunState, Tracer, TracerError
+from .base import LIVE_LINE, LOG_TAIL, Events, RunState, Tracer, TracerError
 
 HANDLERS = {
     "count": "@events = count();",
@@ -26,6 +35,7 @@ class State(RunState):
 class Bpftrace(Tracer):
     name = "bpftrace"
     State = State
+    attaches_running = True  # bpftrace -p PID
     needs = {"bpftrace": "bpftrace"}
     versions = ("bpftrace",)
     # bpftrace (0.11 to at least Debian's 0.17, bpftrace PR 1238) starts a
@@ -50,6 +60,9 @@ class Bpftrace(Tracer):
 
     @staticmethod
     def program(run):
+        if run.workload:
+            probe = f"usdt:{run.build}:{run.workload.provider}:{run.cfg.marker}"
+            return f'BEGIN {{ printf("{LIVE_LINE}\\n"); }} {probe} {{ {HANDLERS[run.cfg.action]} }}'
         if run.cfg.probe == "function":
             probe = f"uprobe:{run.build}:single_trace"
         elif run.cfg.probe == "return":
@@ -58,7 +71,16 @@ class Bpftrace(Tracer):
             probe = f"usdt:{run.build}:benchmark:single_trace"
         return f"{probe} {{ {HANDLERS[run.cfg.action]} }}"
 
+    def attach(self, run):
+        if run.cfg.attach != "running":
+            return  # wrap() runs it, with the target
+        pid = [] if run.workload.by_path else ["-p", str(run.target_pid)]
+        self.start_live(run, ["bpftrace", *pid, "-e", self.program(run)],
+                        lambda live: live.printed(LIVE_LINE))
+
     def wrap(self, run, cmd):
+        if run.cfg.attach == "running":
+            return cmd
         if any(" " in c for c in cmd):
             raise TracerError("bpftrace -c splits its command at spaces; move the kit to a "
                               "path without spaces")
@@ -67,7 +89,8 @@ class Bpftrace(Tracer):
                 "-c", " ".join(cmd)]
 
     def events(self, run):
-        with open(run.state.out) as f:
+        live = self.stop_live(run)
+        with open(live.out if live else run.state.out) as f:
             out = f.read()
         with open(run.log, "a") as f:
             f.write(out[-LOG_TAIL:])
@@ -75,7 +98,16 @@ class Bpftrace(Tracer):
         if not m:
             raise TracerError("bpftrace printed no @events count")
         lost = sum(int(x) for x in re.findall(r"Lost (\d+) events", out))
-        return Events(int(m.group(1)), lost)
+        if not live:
+            return Events(int(m.group(1)), lost)
+        if live.status != 0:
+            raise TracerError(f"bpftrace -p exited with status {live.status} at its SIGINT")
+        how = "every process mapping it" if run.workload.by_path else f"-p {run.target_pid}"
+        return Events(int(m.group(1)), lost, f"bpftrace on {how}, started beside the held "
+                      "target; its probes live at its BEGIN", tracer_cpu_ns=live.cpu_ns)
+
+    def detach(self, run):
+        self.stop_live(run)
 
 
 BACKEND = Bpftrace()

@@ -33,6 +33,7 @@ class State(RunState):
 class Ftrace(Tracer):
     name = "ftrace"
     State = State
+    attaches_running = True  # by itself, through tracefs
 
     def available(self):
         why = self.need_root()
@@ -84,8 +85,8 @@ class Ftrace(Tracer):
             run.state.instance = inst
             tracefs.write(os.path.join(inst, "options", "overwrite"), "1")
             ev = os.path.join(inst, "events", group, self.event(run))
-            if run.cfg.workload:  # a shared program, which other processes map too:
-                # the held target's threads only (all started before its gate)
+            if run.workload and not run.workload.by_path:  # a shared program, which other
+                # processes map too: the held target's threads only (all before its gate)
                 tids = sorted(os.listdir(f"/proc/{run.target_pid}/task"), key=int)
                 if len(tids) > MAX_FILTERED_THREADS:
                     raise TracerError(f"ftrace: {len(tids)} threads: the filter on the target's "
@@ -100,7 +101,8 @@ class Ftrace(Tracer):
             raise TracerError(f"ftrace: {e.strerror or e}")
         with open(run.log, "a") as f:
             f.write(f"uprobe_events: {spec}\ninstance: {inst} (overwrite)"
-                    + (", filtered on the target's threads" if run.cfg.workload else "")
+                    + (", filtered on the target's threads" if run.workload
+                       and not run.workload.by_path else "")
                     + "\n")
 
     def events(self, run):
@@ -122,7 +124,7 @@ class Ftrace(Tracer):
         note = (f"{recorded} events recorded ({stats['overrun']} overwritten in the flight "
                 f"recorder, counted), {hits} hits in uprobe_profile")
         also = ("hits in uprobe_profile", hits)
-        if run.cfg.workload:
+        if run.workload and not run.workload.by_path:
             also = None
             note += (f"; the ring buffer keeps the target's threads only, while the hits count every "
                      f"process mapping {run.build}, so the recorded events decide")

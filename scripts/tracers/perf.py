@@ -8,6 +8,14 @@ from its "Added new event" line and deletes exactly that one.  perf's
 build-id cache, which `perf probe` needs for SDT markers, is kept in
 build/perf-buildid rather than the user's ~/.debug.
 
+On a real program's row (attach "running", workloads.py) the probe is the
+program's own marker, `sdt_PROVIDER:MARKER` (its semaphore raised by the
+kernel's reference counter, which perf probe writes into uprobe_events),
+and perf is started beside the held target, `perf stat -p PID` (or record),
+its events opened disabled (-D -1) and enabled through its control FIFO:
+its "ack" says they count, and the target is released then.  Per process:
+the kernel's uprobe filter keeps the breakpoint out of every other process.
+
 `perf record` (6.1 here) sometimes writes one ring-buffer record into
 perf.data twice: byte-identical, same thread, argument and nanosecond
 timestamp, at two file offsets (seen: 200001 and 200002 samples for
@@ -20,6 +28,7 @@ duplicates perf wrote.
 import errno
 import os
 import re
+import signal
 from dataclasses import dataclass
 
 from . import tracefs
@@ -34,11 +43,13 @@ class State(RunState):
     """What one run of this back-end keeps between its verbs."""
     event: str = None  # the perf probe event, once added
     data: str = None  # perf's output file
+    control: tuple = None  # the fds of perf's control and ack FIFOs (attach "running")
 
 
 class Perf(Tracer):
     name = "perf"
     State = State
+    attaches_running = True  # perf stat|record -p PID
     needs = {"perf": "linux-perf"}
     versions = ("perf",)
 
@@ -63,9 +74,10 @@ class Perf(Tracer):
     def attach(self, run):
         os.makedirs(BUILDID_DIR, exist_ok=True)
         self.sh(self.perf("buildid-cache", "--add", run.build), log=run.log)
+        provider = run.workload.provider if run.workload else "benchmark"
         where = {"function": f"{run.tag}=single_trace",
-                 "return": f"{run.tag}=single_trace%return"}.get(run.cfg.probe,
-                                                                  "sdt_benchmark:single_trace")
+                 "return": f"{run.tag}=single_trace%return"}.get(
+                     run.cfg.probe, f"sdt_{provider}:{run.cfg.marker}")
         status, out = self.sh(self.perf("probe", "-x", run.build, "-a", where), log=run.log,
                               check=False, code=True)
         if status != 0:
@@ -75,6 +87,29 @@ class Perf(Tracer):
             raise TracerError("perf probe added no event (see its log)")
         run.state.event = m.group(1)
         run.state.data = os.path.join(run.scratch, "perf.data")
+        if run.cfg.attach == "running":
+            self.start_running(run)
+
+    def start_running(self, run):
+        """perf beside the held target, its events enabled through its
+        control FIFO and live at its ack (perf opens both FIFOs read-write
+        and non-blocking, so "enable" can wait in the FIFO before it runs)."""
+        ctl, ack = (os.path.join(run.scratch, f) for f in ("perf.ctl", "perf.ack"))
+        for f in (ctl, ack):
+            os.mkfifo(f)
+        run.state.control = (os.open(ctl, os.O_RDWR), os.open(ack, os.O_RDONLY | os.O_NONBLOCK))
+        os.write(run.state.control[0], b"enable\n")
+        heard = []
+
+        def acked(_live):
+            try:
+                heard.append(os.read(run.state.control[1], 64))
+            except BlockingIOError:
+                pass
+            return b"ack" in b"".join(heard)
+        who = ["-a"] if run.workload.by_path else ["-p", str(run.target_pid)]
+        self.start_live(run, [*self.command(run), *who, "-D", "-1",
+                              "--control", f"fifo:{ctl},{ack}"], acked)
 
     @staticmethod
     def add_failed(code, out, where):
@@ -94,14 +129,23 @@ class Perf(Tracer):
                     "; uprobe_events held no such event just after")
         return why
 
-    def wrap(self, run, cmd):
+    @staticmethod
+    def command(run):
+        """perf stat or record on the run's event, before its target."""
         ev = run.state.event
         if run.cfg.mode == "stat":
-            return ["perf", "stat", "-x,", "-e", ev, "-o", run.state.data + ".stat",
-                    "--", *cmd]
-        return ["perf", "record", "-q", "-e", ev, "-o", run.state.data, "--", *cmd]
+            return ["perf", "stat", "-x,", "-e", ev, "-o", run.state.data + ".stat"]
+        return ["perf", "record", "-q", "-e", ev, "-o", run.state.data]
+
+    def wrap(self, run, cmd):
+        return cmd if run.cfg.attach == "running" else [*self.command(run), "--", *cmd]
 
     def events(self, run):
+        live = self.stop_live(run)
+        # perf ends by the signal it was stopped with once it has written
+        # its counts (it raises it again on itself at exit)
+        if live and live.status not in (0, -signal.SIGINT):
+            raise TracerError(f"perf {run.cfg.mode} -p exited with status {live.status}")
         data = run.state.data
         if run.cfg.mode == "stat":
             with open(data + ".stat") as f:
@@ -111,7 +155,9 @@ class Perf(Tracer):
             m = re.search(r"^(\d+),[^,]*," + re.escape(run.state.event) + ",", text, re.M)
             if not m:
                 raise TracerError("perf stat printed no count for the event")
-            return Events(int(m.group(1)), 0, "counted in the kernel (perf stat)")
+            return Events(int(m.group(1)), 0, "counted in the kernel (perf stat"
+                          + (" beside the held target, enabled at its gate)" if live else ")"),
+                          tracer_cpu_ns=live and live.cpu_ns)
         out = self.sh(["perf", "report", "-i", data, "--stats"], log=run.log, whole=False)
         m = re.search(r"SAMPLE events:\s+(\d+)", out)
         if not m:
@@ -124,7 +170,8 @@ class Perf(Tracer):
         if dup:
             note += (f"; perf record wrote {dup} duplicate samples (same thread, timestamp and "
                      f"argument), counted once: {m.group(1)} records, {distinct} events")
-        return Events(distinct, self.lost_samples(out, run.state.event), note)
+        return Events(distinct, self.lost_samples(out, run.state.event), note,
+                      tracer_cpu_ns=live and live.cpu_ns)
 
     @staticmethod
     def lost_samples(stats, event):
@@ -156,6 +203,9 @@ class Perf(Tracer):
         return len(set(script.splitlines()))
 
     def detach(self, run):
+        self.stop_live(run)
+        for fd in run.state.take("control") or ():
+            os.close(fd)
         ev = run.state.take("event")
         if ev:
             self.sh(self.perf("probe", "-d", ev), log=run.log, check=False)

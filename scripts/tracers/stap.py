@@ -47,6 +47,7 @@ unloads, so such a run is not flight-recorded: `staprun KO -c TARGET` runs
 the target, the module's output joins the target's on stdout (the run's
 log), and the hits decide the count.
 """
+import functools
 import gzip
 import os
 import platform
@@ -60,7 +61,7 @@ import host
 from params import Param, flag01, folder, one_of
 from . import stap_preflight, tracefs
 from host import live, wait_for
-from .base import LOG_TAIL, LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError
+from .base import LIVE_LINE, LOG_TAIL, LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError
 
 ROOT = host.ROOT
 STUB = os.path.join(ROOT, "build", "stap-kernel")
@@ -113,6 +114,7 @@ class State(RunState):
 
 class Stap(Tracer):
     name = "stap"
+    attaches_running = True  # stap -x PID (module: loaded in flight-recorder mode)
     State = State
     needs = {"stap": "systemtap"}
     versions = ("stap",)
@@ -243,6 +245,9 @@ class Stap(Tracer):
     def skip_reason(self, cfg):
         if cfg.mode == "alibi" and self.runtime != "module":
             return "-DSTP_ALIBI is an option of the module runtime, which cannot run here"
+        if cfg.attach == "running" and self.reports(cfg):
+            return ("STAP_TIMING's hit report needs staprun -c to start the target, and this "
+                    "row attaches to a target already running")
         if cfg.probe == "return" and self.runtime == "bpf":
             return ("SystemTap's bpf runtime has no process return probes (stap: 'process "
                     "return probes not available'); the module runtime, which has them, "
@@ -282,6 +287,9 @@ class Stap(Tracer):
     def attach(self, run):
         run.state.flags = " ".join(self.flags(run))
         if self.runtime != "module":
+            if run.cfg.attach == "running":  # beside the held target: stap -x PID
+                self.start_live(run, ["stap", *self.flags(run), *self.script(run)],
+                                functools.partial(self.live_stapbpf, run), env=self.env())
             return
         if self.reports(run.cfg):  # wrap() runs it, with the target
             if self.modules:
@@ -309,7 +317,7 @@ class Stap(Tracer):
             self.sh(["staprun", "-L", ko], log=run.log, timeout=LONG_TIMEOUT_S)
         else:
             mod = run.state.module = self.module_name(run)
-            self.sh(["stap", "-F", "-m", mod, *self.flags(run), run.cfg.script], log=run.log,
+            self.sh(["stap", "-F", "-m", mod, *self.flags(run), *self.script(run)], log=run.log,
                     timeout=LONG_TIMEOUT_S, env=self.env())
 
         def live_module():
@@ -321,7 +329,26 @@ class Stap(Tracer):
         if not wait_for(live_module, MODULE_LIVE_S):
             raise TracerError(f"stap module {mod} did not become live in {MODULE_LIVE_S} s")
 
+    @staticmethod
+    def script(run):
+        """The script and its arguments: a real program's (attach "running")
+        takes the program (@1) and the line its begin probe prints (@2), and
+        its process is the held target (-x)."""
+        if run.cfg.attach != "running":
+            return [run.cfg.script]
+        return [run.cfg.script, run.build, LIVE_LINE, "-x", str(run.target_pid)]
+
+    def live_stapbpf(self, run, live):
+        """Its probes are live (its begin probe has printed), and stapbpf's
+        pid is known (it names its uprobes after it)."""
+        if not live.printed(LIVE_LINE):
+            return False
+        self.learn_stapbpf(run, live.proc.pid)
+        return True
+
     def wrap(self, run, cmd):
+        if run.cfg.attach == "running":
+            return cmd
         if self.reports(run.cfg):  # the module's output joins the target's stdout
             return ["staprun", run.state.ko, "-c", " ".join(cmd)]
         if self.runtime == "module":
@@ -335,8 +362,12 @@ class Stap(Tracer):
     def watch(self, run, pgid):
         """Learns stapbpf's pid: it names its uprobes after it, and leaves
         them behind when it crashes; the Supervisor removes those."""
-        if self.runtime != "bpf":
+        if self.runtime != "bpf" or run.cfg.attach == "running":
             return True
+        return self.learn_stapbpf(run, pgid)
+
+    @staticmethod
+    def learn_stapbpf(run, pgid):
         for pid, fields in live("stapbpf"):
             if int(fields[2]) == pgid:
                 run.pids.add(pid)  # it names its uprobes after its pid
@@ -372,11 +403,17 @@ class Stap(Tracer):
                 text = f.read()
             note = f"module runtime, flags {run.state.flags}"
         else:
-            with open(run.state.out) as f:
-                f.seek(max(0, os.path.getsize(run.state.out) - LOG_TAIL))
+            live = self.stop_live(run)  # (its cpu_ns in the Events below)
+            out = live.out if live else run.state.out
+            with open(out) as f:
+                f.seek(max(0, os.path.getsize(out) - LOG_TAIL))
                 text = f.read()
-            os.unlink(run.state.out)  # one line per event; the count is kept
+            os.unlink(out)  # one line per event; the count is kept
             note = BPF_NOTE if run.cfg.action == "record" else "bpf runtime"
+            if live:
+                if live.status != 0:
+                    raise TracerError(f"stap -x exited with status {live.status} at its SIGINT")
+                note += f"; stap -x {run.target_pid}, started beside the held target"
         with open(run.log) as f:
             log = f.read()
         skipped = sum(int(x) for x in re.findall(r"skipped probes: (\d+)", log))
@@ -396,9 +433,12 @@ class Stap(Tracer):
             # arrived: seen is what arrived, and seen + lost is the count
             note += (f"; {lost} printf records lost on the way to stapbpf, of the {count} "
                      "the probe counted")
-        return Events(count - lost, lost, note, runtime=self.runtime)
+        live = run.state.live
+        return Events(count - lost, lost, note, runtime=self.runtime,
+                      tracer_cpu_ns=live and live.cpu_ns)
 
     def detach(self, run):
+        self.stop_live(run)
         mod = run.state.take("module")
         if mod and os.path.exists(f"/sys/module/{mod}"):
             self.sh(["staprun", "-d", mod], log=run.log, check=False)
