@@ -71,6 +71,7 @@ class Config:
     marker: str = "single_trace"
     baseline: str = ""  # "": BASELINE
     semaphores: tuple = ()
+    default: bool = True  # in the default run (else only where CONFIGS names it)
 
     @property
     def against(self):
@@ -102,6 +103,7 @@ C = Config
 BASELINE = "baseline"
 PYTHON_BASELINE = "python-untraced"  # the python-* rows' own
 PG_BASELINE = "postgres-untraced"  # the postgres-* rows' own
+USER_BASELINE = "user-untraced"  # the user-* rows' own
 CONFIGS = [
     # Baselines first: nothing attached.  `baseline` is what every other
     # row is measured against; the idle-* rows are each build's own cost
@@ -256,14 +258,31 @@ CONFIGS = [
     # pg_stat_statements; lwlock__acquire, of which the server keeps no
     # count, is unverified, its tracers' counts set side by side.  Its
     # markers are guarded (lwlock__acquire's is read: ftrace without the
-    # reference counter sees 0), so every probe raises the semaphore.
+    # reference counter sees 0), so every probe raises the semaphore.  A
+    # run is a cluster started and stopped (~0.4 s beside its transactions):
+    # the default run keeps the baseline and ftrace at query__start, and
+    # CONFIGS='postgres-*' runs them all.
     C(PG_BASELINE, "postgres", "none", workload="postgres", marker="query__start",
       baseline=PG_BASELINE, attach="running",
       description="PostgreSQL 15, pgbench -M simple, THREADS clients x ITER transactions"),
     *[C(f"postgres-{t}-{what}", "postgres", t, "marker-semaphore", "count", mode,
         workload="postgres", marker=marker, baseline=PG_BASELINE, attach="running",
+        default=(t, what) == ("ftrace", "query"),
         description=f"{how} on postgresql:{marker}, every backend")
       for what, marker in (("query", "query__start"), ("lwlock", "lwlock__acquire"))
+      for t, mode, how in (("ftrace", "", "uprobe_events probe"),
+                           ("bpftrace", "", "bpftrace usdt { count }"),
+                           ("perf", "stat", "perf stat -a"))],
+
+    # A user's program (make run TARGET=... PROBE=provider:name WORKLOAD='...'):
+    # the marker is PROBE's (workloads.set_user), probed by path, its
+    # semaphore raised where it has one; the command keeps no count, so the
+    # tracers' counts are unverified.  Only where TARGET is given.
+    C(USER_BASELINE, "user", "none", workload="user", marker="", baseline=USER_BASELINE,
+      attach="running", default=False, description="your WORKLOAD, nothing attached"),
+    *[C(f"user-{t}", "user", t, "marker-semaphore", "count", mode, workload="user", marker="",
+        baseline=USER_BASELINE, attach="running", default=False,
+        description=f"{how} on your PROBE, every process mapping TARGET")
       for t, mode, how in (("ftrace", "", "uprobe_events probe"),
                            ("bpftrace", "", "bpftrace usdt { count }"),
                            ("perf", "stat", "perf stat -a"))],
@@ -295,5 +314,6 @@ def table():
     w, wb = max(len(c.name) for c in CONFIGS), max(len(c.build) for c in CONFIGS)
     rows = [f"{'name':<{w}}  {'build':<{wb}}  {'tracer':<8}  description"]
     for c in CONFIGS:
-        rows.append(f"{c.name:<{w}}  {c.build:<{wb}}  {c.tracer:<8}  {c.description}")
+        rows.append(f"{c.name:<{w}}  {c.build:<{wb}}  {c.tracer:<8}  {c.description}"
+                    + ("" if c.default else " (not in the default run: CONFIGS names it)"))
     return "\n".join(rows)

@@ -13,10 +13,13 @@ import math
 import os
 import random
 import re
+import shlex
 from dataclasses import dataclass
 
 import configs
+import elfinfo
 import record
+import workloads
 
 from host import ROOT
 
@@ -157,6 +160,61 @@ def file_in(name):
     return parse
 
 
+def elf_file(name):
+    """An existing ELF file with SDT markers (a user's program: TARGET), or ''."""
+    def parse(text):
+        if not text:
+            return ""
+        path = os.path.abspath(text)
+        try:
+            notes = elfinfo.Elf(path).sdt_notes()
+        except (OSError, ValueError) as e:
+            raise argparse.ArgumentTypeError(
+                f"{name} '{text}' is not allowed: want an ELF file with SDT markers ({e})")
+        if not notes:
+            raise argparse.ArgumentTypeError(
+                f"{name} '{text}' is not allowed: it has no SDT markers (no .note.stapsdt)")
+        return path
+    return parse
+
+
+def probe_name(text):
+    """PROBE: provider:name (checked against TARGET's markers in check_user)."""
+    if text and not re.fullmatch(r"[A-Za-z_][\w]*:[A-Za-z_][\w]*", text):
+        raise argparse.ArgumentTypeError(f"PROBE '{text}' is not allowed: want provider:name, "
+                                         "an SDT marker of TARGET")
+    return text
+
+
+def command_line(text):
+    """WORKLOAD: a command, split as a shell splits words (no shell runs it)."""
+    try:
+        words = shlex.split(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"WORKLOAD '{text}' is not allowed: {e}")
+    if text and not words:
+        raise argparse.ArgumentTypeError(f"WORKLOAD '{text}' is not allowed: it is empty")
+    return words
+
+
+def check_user(a, error):
+    """TARGET, PROBE and WORKLOAD: all three or none; PROBE one of TARGET's
+    markers (the error lists them); then the user-* rows are the run's
+    CONFIGS unless CONFIGS was given."""
+    given = [n for n in ("target", "probe", "workload") if getattr(a, n)]
+    if not given:
+        return
+    if len(given) != 3:
+        missing = [n.upper() for n in ("target", "probe", "workload") if n not in given]
+        error(f"TARGET, PROBE and WORKLOAD go together: {', '.join(missing)} missing")
+    have = {(n.provider, n.name) for n in elfinfo.Elf(a.target).sdt_notes()}
+    provider, marker = a.probe.split(":")
+    if (provider, marker) not in have:
+        error(f"PROBE '{a.probe}' is not allowed: {a.target} has no such marker; it has "
+              + ", ".join(f"{p}:{m}" for p, m in sorted(have)))
+    workloads.set_user(a.target, provider, marker, a.workload)
+
+
 def one_of(name, *allowed):
     def parse(text):
         if text not in allowed:
@@ -211,7 +269,12 @@ PARAMS = [
           "... or within +-PRECISION_NS (for a cost near 0: an idle marker; the unit is the "
           "run's: ns, or instructions in a lab guest)"),
     Param("CONFIGS", parse_configs, None, "names or patterns, comma-separated (make configs)",
-          "all"),
+          "all in the default run; with TARGET: the user-* rows"),
+    Param("TARGET", elf_file("TARGET"), "", "your program: an ELF file with SDT markers "
+          "(with PROBE and WORKLOAD: the user-* rows, docs/real-programs.md)", "none"),
+    Param("PROBE", probe_name, "", "provider:name, one of TARGET's markers", "none"),
+    Param("WORKLOAD", command_line, [], "the command that makes TARGET fire PROBE (run "
+          "THREADS copies at once, ITER times each; no shell unless you name one)", "none"),
     Param("QUICK", flag01("QUICK"), False, "1: a fast smoke run: ITER=100000 RUNS=1 "
           "THREADS=1..2, no warm-up", "0"),
     Param("NO_INSTALL", flag01("NO_INSTALL"), False, "1: never install missing Debian packages",
@@ -303,7 +366,9 @@ def parse_args(argv, extra=()):
     a.threads = a.threads or list(range(1, (min(2, ncpu) if quick else ncpu) + 1))
     if a.seed is None:
         a.seed = random.SystemRandom().randrange(2 ** 32)
-    a.configs = a.configs or list(configs.CONFIGS)
+    check_user(a, p.error)
+    a.configs = a.configs or [c for c in configs.CONFIGS
+                              if (c.workload == "user" if a.target else c.default)]
     return a
 
 

@@ -9,6 +9,8 @@ semaphore in the running target (through /proc/PID/mem, as tools did
 before the kernel's reference counter), which prices what the program
 computes for a listener before any probe traps.
 """
+import dataclasses
+import json
 import os
 import platform
 import pwd
@@ -45,7 +47,10 @@ class Workload:
     by_path: bool = False
     warmup_iter: int = 20000  # a warm-up's calls (its transactions) per thread
     max_iter: int = 10 ** 9  # the most calls a thread makes in a run (QUICK's ITER too)
-    counted: str = ""  # why the tracers' counts are checked as they are
+    floor_iter: int = None  # the fewest a sized run makes (None: sizing.FLOOR_ITER)
+    marker: str = ""  # the marker every row of the family probes, where the rows leave it open
+    command: tuple = ()  # a user's command (Command)
+    counted: str = ""  # how it counts its markers (each traced row's note says)
     needs: tuple = ()  # (command, package) beside PROGRAM
     call: str = "call"  # what one of its ITER calls a thread is
     threads_are: str = ""  # what its THREADS are, where more than 1 share something
@@ -104,7 +109,7 @@ class Postgres(Workload):
     @staticmethod
     def folders(scratch):
         """(the run's cluster folder, the kit's template) for run SCRATCH."""
-        tmp = tempfile.gettempdir()
+        tmp = cluster_root()
         return (os.path.join(tmp, os.path.basename(scratch) + "-pg"),
                 os.path.join(tmp, os.path.basename(os.path.dirname(scratch)) + "-pg-template"))
 
@@ -160,6 +165,16 @@ class Postgres(Workload):
         return said
 
 
+def cluster_root():
+    """Where the clusters go: /dev/shm, a tmpfs, where there is one (a run's
+    copy of the template is written and removed in memory, so no disk
+    write-back lands on the runs after it), else the temporary folder."""
+    if os.path.isdir(SHM) and os.access(SHM, os.W_OK):
+        return SHM
+    return tempfile.gettempdir()
+
+
+SHM = "/dev/shm"
 PG_OWNER = "postgres"
 PG_BIN = "/usr/lib/postgresql/15/bin"
 
@@ -193,6 +208,28 @@ def shm_attached(shmid):
     return None
 
 
+class Command(Workload):
+    """A user's program (TARGET), its marker (PROBE) and a command of theirs
+    (WORKLOAD) that makes it fire: src/workloads/command.py runs THREADS
+    copies of the command at once, ITER times each.  Set by set_user()
+    from the runner's inputs; until then it names no program."""
+
+    def unavailable(self):
+        if not self.program:
+            return "needs TARGET, PROBE and WORKLOAD (make run TARGET=... PROBE=... WORKLOAD=...)"
+        return super().unavailable()
+
+    def prepare(self, scratch):
+        return ["--command", json.dumps(list(self.command))]
+
+
+def set_user(target, provider, marker, command):
+    """The user workload, from TARGET, PROBE (PROVIDER:MARKER) and WORKLOAD
+    (COMMAND, its words): the user-* rows' (params.check_user)."""
+    WORKLOADS["user"] = dataclasses.replace(WORKLOADS["user"], program=target, provider=provider,
+                                            marker=marker, command=tuple(command))
+
+
 PYTHON = "/usr/bin/python3.11"  # Debian's, with its markers (not a pyenv build)
 WORKLOADS = {w.name: w for w in (
     Workload("python", PYTHON, (PYTHON, "-I", "-S", os.path.join(ROOT, "src", "workloads",
@@ -208,12 +245,19 @@ WORKLOADS = {w.name: w for w in (
              "postgresql", "postgresql-15",
              "Debian's PostgreSQL 15 in a throwaway cluster, THREADS pgbench clients of ITER "
              "TPC-B-like transactions each (src/workloads/pgbench.py)",
-             by_path=True, warmup_iter=200, max_iter=20000,
-             counted="query__start against pg_stat_statements' count of the statements run "
-                     "(and the query reading it); PostgreSQL keeps no count of its other markers",
+             by_path=True, warmup_iter=200, max_iter=20000, floor_iter=500,
+             counted="query__start's by pg_stat_statements' sum of calls (the reset's "
+                     "SELECT in it, the reading SELECT not: they cancel); none of its other "
+                     "markers",
              needs=((os.path.join(PG_BIN, "pgbench"), "postgresql-15"),),
              call="transaction", serial=True,
              threads_are="pgbench clients, each its own backend, all on one CPU"),
+    Command("user", "", (sys.executable, os.path.join(ROOT, "src", "workloads", "command.py")),
+            "", "", "your TARGET, PROBE and WORKLOAD (make run TARGET=... PROBE=... "
+            "WORKLOAD=...), THREADS copies of the command at once, ITER runs each",
+            by_path=True, warmup_iter=1, max_iter=1000, floor_iter=1, call="run",
+            counted="nothing: the command keeps no count of the marker",
+            threads_are="copies of the command at once"),
 )}
 
 

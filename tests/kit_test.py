@@ -116,7 +116,13 @@ def tracing_state():
     s["modules"] = sorted(os.path.basename(p) for p in glob.glob("/sys/module/kit*"))
     # A real program's leftovers (workloads.py): a throwaway cluster's
     # folder (its Unix socket in it) and SysV shared memory.
-    s["clusters"] = sorted(glob.glob(os.path.join(tempfile.gettempdir(), "kit*-pg*")))
+    import workloads
+    s["clusters"] = sorted(glob.glob(os.path.join(workloads.cluster_root(), "kit*-pg*")))
+    # POSIX shared memory a killed tracer or server leaves: uftrace's
+    # buffers, PostgreSQL's dynamic segments (a cluster of the kit's puts
+    # its own in its folder).
+    s["/dev/shm"] = sorted(os.path.basename(f) for pat in ("uftrace-*", "PostgreSQL.*")
+                           for f in glob.glob(os.path.join("/dev/shm", pat)))
     with open("/proc/sysvipc/shm") as f:
         s["shm"] = sorted(" ".join(ln.split()[:2]) for ln in f.readlines()[1:])
     return s

@@ -195,6 +195,60 @@ class Postgres(StateTest):
             self.assertEqual(p.returncode, 130, out[-2000:])
 
 
+class User(StateTest):
+    """make run TARGET=build/benchmark-sdt PROBE=benchmark:single_trace
+    WORKLOAD='build/benchmark-sdt --threads 1 --iterations 1000': the user-*
+    rows (CONFIGS' default then), each tracer at the marker by path; the
+    command keeps no count, so the rows are unverified, and what each
+    tracer saw is checked here against what the test knows the command
+    does (1,000 calls a run).  A WORKLOAD that fails untraced is one failed
+    row, and nothing runs traced."""
+
+    def user(self, command, res, runs="2"):
+        target = os.path.join(ROOT, "build", "benchmark-sdt")
+        if not os.path.exists(target):
+            unavailable(self, "build/benchmark-sdt not built")
+        return kit(["--threads", "1", "--iter", "2", "--runs", runs, "--target", target,
+                    "--probe", "benchmark:single_trace", "--workload", command], res)
+
+    def test_each_tracer_on_a_users_marker(self):
+        for t in ("ftrace", "bpftrace", "perf"):
+            need_tracer(self, t)
+        target = os.path.join(ROOT, "build", "benchmark-sdt")
+        with tempfile.TemporaryDirectory() as res:
+            r = self.user(f"{target} --threads 1 --iterations 1000 --quiet", res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            rows, _ = rows_of(res)
+        timed = [x for x in rows if x["rep"] not in ("", "0")]
+        self.assertEqual(sorted({x["config"] for x in timed}),
+                         sorted(c.name for c in configs.CONFIGS if c.workload == "user"))
+        for row in timed:
+            with self.subTest(config=row["config"], rep=row["rep"]):
+                self.assertEqual(int(row["calls"]), 2)  # the command's 2 runs
+                if row["config"] == configs.USER_BASELINE:
+                    self.assertEqual(row["status"], "ok", row["reason"])
+                    continue
+                self.assertEqual(row["status"], "unverified", row["reason"])
+                self.assertIn("user keeps no count of single_trace", row["reason"])
+                self.assertEqual(int(row["events_seen"]), 2 * 1000)
+
+    def test_a_failing_workload_is_one_failed_row(self):
+        need_root(self)
+        with tempfile.TemporaryDirectory() as res:
+            r = self.user("sh -c 'echo no such input >&2; exit 3'", res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            self.assertIn("the workload failed untraced", r.stderr)
+            rows, _ = rows_of(res)
+        failed = [x for x in rows if x["status"] == "failed"]
+        self.assertEqual([(x["config"], x["rep"]) for x in failed],
+                         [(configs.USER_BASELINE, "0")])
+        self.assertIn("the workload exited with status 3: no such input", failed[0]["reason"])
+        skipped = {x["config"] for x in rows if x["status"] == "skipped"}
+        self.assertEqual(skipped, {c.name for c in configs.CONFIGS if c.workload == "user"}
+                         - {configs.USER_BASELINE})
+        self.assertEqual(len(rows), 1 + len(skipped))  # nothing else ran
+
+
 class Table(unittest.TestCase):
     """A row that attaches to a running target names a tracer that can
     (ftrace by itself, the others by starting their own process beside

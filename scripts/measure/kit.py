@@ -6,6 +6,7 @@ The runner gets (row, record.Timing) back.
 
 Nothing to run: `from measure.kit import Kit`.
 """
+import dataclasses
 import functools
 import os
 import shutil
@@ -42,6 +43,8 @@ class Run:
         self.duration_ms = max(1, round(kit.args.duration * 1000))
         # The ELF the probes go on: the kit's target, or a workload's program.
         self.workload = workloads.get(cfg.workload) if cfg.workload else None
+        if self.workload and self.workload.marker:  # the user's PROBE (set_user)
+            self.cfg = cfg = dataclasses.replace(cfg, marker=self.workload.marker)
         self.build = self.workload.program if self.workload else target_path(cfg.build)
         self.target_pid = None  # the target's, once started (Supervisor.execute)
         self.raised = None  # {marker: semaphore before} that the runner raised in it
@@ -217,6 +220,11 @@ class Kit:
         decoys = sum(t.get("decoys", 0) for t in rec["per_thread"])
         note = ev.note + (f"; MISS: {decoys} of the calls went to kit_decoy(), which no "
                           "probe covers" if decoys else "")
+        if run.workload and tracer.attaches:
+            note += f"; {run.workload.name} counts {run.workload.counted}"
+        if rec.get("workload"):  # the program's own figures (pgbench's)
+            note += "; " + run.workload.name + ": " + ", ".join(
+                f"{k} {v}" for k, v in rec["workload"].items())
         if run.raised:
             note += "; raised through /proc/PID/mem before the calls: " + ", ".join(
                 f"{m}'s semaphore (it read {v})" for m, v in run.raised.items())
@@ -241,9 +249,8 @@ class Kit:
             row["status"], row["reason"] = record.verdict(
                 tracer.attaches, expected, ev, cfg.overwrite, row["corrupted"], calls)
             if row["status"] == "unverified" and run.workload and fired is None:
-                row["reason"] = (f"{run.workload.name} keeps no count of {cfg.marker} "
-                                 f"({run.workload.counted}): the report sets the tracers' "
-                                 "counts side by side")
+                row["reason"] = (f"{run.workload.name} keeps no count of {cfg.marker}: the "
+                                 "answers set each tracer's count beside its slowdown")
 
     def time_limit(self, run):
         """TIME_LIMIT if given; else 10x the cell's expected time (its

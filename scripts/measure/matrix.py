@@ -21,7 +21,7 @@ from measure import environment as env
 from host import check_signalled
 from measure.kit import target_path
 from measure.plan import Plan, fmt_s
-from measure.sizing import (FLOOR_ITER, WARMUP_ITER, size_iterations, wall_per_call,
+from measure.sizing import (WARMUP_ITER, floor_calls, size_iterations, wall_per_call,
                             warmup_calls)
 from params import TIGHT, most_runs
 from stats import settle
@@ -78,7 +78,8 @@ def prepare(args, wanted):
         t = tracers.get(cfg.tracer)
         why = t.available() or t.skip_reason(cfg)
         if not why and cfg.workload:
-            why = (workloads.unavailable(workloads.get(cfg.workload), cfg.marker, cfg.semaphores)
+            w = workloads.get(cfg.workload)
+            why = (workloads.unavailable(w, w.marker or cfg.marker, cfg.semaphores)
                    or ("MISS is the kit's own target's (its kit_decoy())" if args.miss else None)
                    or (None if TIGHT in args.rate else
                        "a real program runs its tight loop only, not paced (RATE)"))
@@ -108,7 +109,7 @@ def measure(kit, args, wanted, skip):
     for cfg in args.configs:
         if cfg.name in skip:
             kit.folder.skipped(cfg, args.threads, skip[cfg.name])
-    runnable = [c for c in args.configs if c.name not in skip]
+    runnable = preflight(kit, args, [c for c in args.configs if c.name not in skip])
     for name in sorted({c.tracer for c in runnable}):
         try:
             kit.sup.setup(tracers.get(name), kit.log)
@@ -121,6 +122,27 @@ def measure(kit, args, wanted, skip):
     matrix(kit, args, runnable)
     check_signalled()  # one that came during the last run
     meta["finished"] = record.now()
+
+
+def preflight(kit, args, runnable):
+    """A user's WORKLOAD run once, untraced, before anything is attached:
+    if it fails, its row (rep 0, its reason) is the family's one failed
+    row, the family's other rows are skipped saying so, and none of it runs
+    traced.  RUNNABLE, less that family then."""
+    for c in [c for c in runnable if c.workload and configs.is_baseline(c.name)
+              and workloads.get(c.workload).command]:
+        say(f"[pre-flight] {c.name}: the workload once, untraced")
+        row, _ = kit.run_one(c, 1, 1, 0, sized_by="pre-flight: WORKLOAD once, untraced")
+        if row["status"] not in record.MEASURED:
+            family = [x for x in runnable if configs.against(x.name) == c.name]
+            for x in family:
+                if x is not c:
+                    kit.folder.skipped(x, args.threads, f"the workload failed untraced ("
+                                       f"{c.name}'s failed row says why): nothing runs traced")
+            say(f"run: {c.name}: the workload failed untraced: {row['reason']}; none of "
+                f"{', '.join(x.name for x in family)} runs")
+            runnable = [x for x in runnable if x not in family]
+    return runnable
 
 
 def cut(c):
@@ -144,13 +166,14 @@ def warm_up(kit, args, c, n, label):
         row, timing = kit.run_one(c, n, calls, 0, sized_by=attempt)
         runs.append((row, timing))
         if row["status"] in record.MEASURED:
-            it, how = size_iterations(args, wall_per_call(row, timing, n, calls), traced)
+            it, how = size_iterations(args, wall_per_call(row, timing, n, calls), traced,
+                                      floor=floor_calls(c))
             kit.estimate[(c.name, n)] = timing.elapsed_s  # for its CALLS (time_limit)
             return it, how + (" (retried: the first warm-up failed)"
                               if attempt != "warm-up" else ""), runs
     if traced:
-        return (min(args.iter, FLOOR_ITER), f"fallback: both warm-ups failed ({row['reason']})",
-                runs)
+        return (min(args.iter, floor_calls(c)),
+                f"fallback: both warm-ups failed ({row['reason']})", runs)
     return args.iter, f"ITER: both warm-ups failed ({row['reason']})", runs
 
 
@@ -231,7 +254,8 @@ class Matrix:
         self.cut = {c.name: cut(c) for c in runnable}  # its runs cut to ~MAX_RUN_S: cut()
         self.plan = Plan(args, [(c.name, n, r) for c, n, r in self.cells], self.cut.get,
                          lambda name, n, ns: size_iterations(
-                             args, ns, self.cut[name])[0] * ns / 1e9,
+                             args, ns, self.cut[name], floor=floor_calls(configs.BY_NAME[name])
+                         )[0] * ns / 1e9,
                          lambda name: warmup_calls(WARMUP_ITER, configs.BY_NAME[name]))
         self.state = Cells(args, self.cells, self.plan.pilots)
         self.warm_ups = self.plan.warm_ups()
@@ -255,10 +279,10 @@ class Matrix:
                 f"earlier runs here at {m} thread{'s' * (m != 1)}, scaled (TIMINGS)")
             if ns:
                 self.sizing[(c.name, n)] = size_iterations(self.args, ns, self.cut[c.name],
-                                                           src)
+                                                           src, floor_calls(c))
                 self.kit.estimate[(c.name, n)] = warmup_calls(self.kit.calib_iter, c) * ns / 1e9
             elif self.cut[c.name]:  # its warm-up failed: the fewest calls, as warm_up() does
-                self.sizing[(c.name, n)] = (min(self.args.iter, FLOOR_ITER),
+                self.sizing[(c.name, n)] = (min(self.args.iter, floor_calls(c)),
                                             "fallback: no run here has timed it")
 
     def warm(self, block, n):

@@ -30,16 +30,23 @@ def round2(n, up):
     return max(1, (math.ceil if up else math.floor)(n / scale) * scale)
 
 
-def size_iterations(args, ns_per_call, traced, source="the warm-up"):
+def floor_calls(cfg):
+    """The fewest calls a sized run of CFG makes: FLOOR_ITER, or a real
+    program's own (a user's command run once is a call)."""
+    w = workloads.get(cfg.workload) if cfg.workload else None
+    return w.floor_iter if w and w.floor_iter else FLOOR_ITER
+
+
+def size_iterations(args, ns_per_call, traced, source="the warm-up", floor=FLOOR_ITER):
     """(calls per thread, how) for a cell whose run takes NS_PER_CALL of
     wall time per call and thread (as SOURCE measured it): a slow (traced)
     cell gets fewer calls so one run takes ~MAX_RUN_S (never below
-    FLOOR_ITER); a fast untraced one gets more, so one run takes at least
+    FLOOR); a fast untraced one gets more, so one run takes at least
     MIN_RUN_S and the VM's jitter is averaged out."""
     if traced and args.max_run_s and ns_per_call > 0:
         n = args.max_run_s * 1e9 / ns_per_call
         if n < args.iter:
-            return (max(min(args.iter, FLOOR_ITER), round2(n, up=False)),
+            return (max(min(args.iter, floor), round2(n, up=False)),
                     f"cut to ~MAX_RUN_S={args.max_run_s:g} s by {source}")
     if not traced and args.min_run_s and ns_per_call > 0:
         n = args.min_run_s * 1e9 / ns_per_call

@@ -63,8 +63,8 @@ class Ftrace(Tracer):
             raise TracerError(f"{run.build}: no SDT marker {run.cfg.marker}")
         n = notes[0]
         sem = None
-        if run.cfg.probe == "marker-semaphore":
-            if not n.semaphore:
+        if run.cfg.probe == "marker-semaphore" and (n.semaphore or not run.workload):
+            if not n.semaphore:  # (a real program's marker may have none: then none)
                 raise TracerError(f"{run.build}: the marker has no semaphore")
             sem = elf.file_offset(n.semaphore)
         return elf.file_offset(n.pc), sem, tracefs.first_arg_fetch(n.args)

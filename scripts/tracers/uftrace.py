@@ -1,11 +1,23 @@
 """uftrace.py: `uftrace record` of the -pg build (every function's entry
 and exit, through mcount); single_trace's calls are counted from
-`uftrace report`."""
+`uftrace report`.
+
+uftrace's buffers are POSIX shared memory, /dev/shm/uftrace-SID-TID-N, SID
+the session libmcount made in the target (the data folder names it:
+sid-SID.map, task.txt's SESS line).  uftrace unlinks them when it ends
+well; killed (a hang past the time limit, Ctrl-C, the suite's fault
+tests) it cannot, and they stayed: 344 such files of the kit's were found
+here on 2026-12-02, 128 KiB each.  detach removes its session's.
+"""
+import glob
+import os
 import re
 import shutil
 from dataclasses import dataclass
 
 from .base import LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError
+
+SHM = "/dev/shm"
 
 
 @dataclass
@@ -38,7 +50,25 @@ class Uftrace(Tracer):
     def detach(self, run):
         d = run.state.take("dir")
         if d:
+            for sid in self.sessions(d):
+                for f in glob.glob(os.path.join(SHM, f"uftrace-{sid}-*")):
+                    try:
+                        os.unlink(f)
+                    except FileNotFoundError:
+                        pass
             shutil.rmtree(d, ignore_errors=True)
+
+    @staticmethod
+    def sessions(d):
+        """The session ids uftrace's data folder D names (its buffers')."""
+        sids = {m.group(1) for f in glob.glob(os.path.join(d, "sid-*.map"))
+                if (m := re.fullmatch(r"sid-([0-9a-f]+)\.map", os.path.basename(f)))}
+        try:
+            with open(os.path.join(d, "task.txt")) as f:
+                sids |= set(re.findall(r"^SESS .* sid=([0-9a-f]+) ", f.read(), re.M))
+        except OSError:
+            pass
+        return sids
 
 
 BACKEND = Uftrace()

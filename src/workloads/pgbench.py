@@ -71,6 +71,9 @@ def start(data, sock, clients, log):
     server = subprocess.Popen(
         [os.path.join(BIN, "postgres"), "-D", data, "-k", sock, "-c", "listen_addresses=",
          "-c", "autovacuum=off", "-c", "fsync=off", "-c", "synchronous_commit=off",
+         # (its dynamic shared memory in DATA/pg_dynshmem, not /dev/shm/PostgreSQL.*,
+         # which a killed server left behind)
+         "-c", "dynamic_shared_memory_type=mmap",
          "-c", "shared_preload_libraries=pg_stat_statements",
          "-c", f"max_connections={clients + 10}"],
         stdin=subprocess.DEVNULL, stdout=log, stderr=log, **owner())
