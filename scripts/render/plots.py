@@ -13,6 +13,7 @@ import os
 
 import kernel
 import configs
+import workloads
 from stats import config_rank
 from render.formats import f_ns, f_overhead, normalise, undetectable
 
@@ -80,6 +81,8 @@ def plots(a, folder, p=None):
             if path:
                 made.append(path)
                 drawn[os.path.basename(path)] = how
+    if any(configs.real(c["config"]) and c["n_runs"] for c in a["cells"]):
+        made.append(plot_throughput(plt, a, folder))
     one = [c for c in a["cells"] if c["threads"] == min(threads or [1]) and c["n_runs"]
            and c["user_ns"] is not None]
     if one:
@@ -234,6 +237,37 @@ def plot_vs_threads(plt, a, cells, threads, folder):
                  " red x: a verdict, not a cost)")
     fig.tight_layout()
     return save(fig, folder, "overhead_vs_threads.png"), drawn
+
+
+def plot_throughput(plt, a, folder):
+    """Each real program's throughput against its threads (Python's threads,
+    pgbench's clients, copies of a user's command), a line per configuration,
+    its untraced baseline first: THREADS calls over a thread's wall time a
+    call (the threads take turns, so that is the whole program's), in its
+    own calls a second (transactions for pgbench)."""
+    fams = list(dict.fromkeys(configs.BY_NAME[c["config"]].workload for c in a["cells"]
+                              if configs.real(c["config"]) and c["n_runs"]))
+    fig, axes = plt.subplots(1, len(fams), figsize=(5.2 * len(fams), 3.6), squeeze=False)
+    for ax, fam in zip(axes[0], fams):
+        w = workloads.get(fam)
+        mine = [c for c in a["cells"] if configs.real(c["config"]) and c["n_runs"]
+                and configs.BY_NAME[c["config"]].workload == fam and c.get("mean_ns")]
+        for i, n in enumerate(dict.fromkeys(c["config"] for c in mine)):
+            line = sorted((c for c in mine if c["config"] == n), key=lambda c: c["threads"])
+            ax.plot([c["threads"] for c in line],
+                    [c["threads"] * 1e9 / c["mean_ns"] for c in line], marker="o", ms=3,
+                    color=f"C{i}", label=n, ls="--" if configs.is_baseline(n) else "-")
+        ax.set_yscale("log")
+        ax.set_xticks(sorted({c["threads"] for c in mine}))
+        ax.set_xlabel({"postgres": "pgbench clients"}.get(fam, "threads"), fontsize=8)
+        ax.set_ylabel(f"{w.call}s per second (log)", fontsize=8)
+        ax.set_title(f"{fam}: {w.threads_are or 'threads'}", fontsize=8)
+        ax.tick_params(which="both", labelsize=7)
+        ax.legend(fontsize=6)
+    fig.suptitle("Real programs: throughput against threads\nuntraced (dashed) and traced",
+                 fontsize=9)
+    fig.tight_layout()
+    return save(fig, folder, "real_throughput.png")
 
 
 def spans(nums):
