@@ -99,6 +99,10 @@ SITES = ("sdt", "sdt-nop5", "sdt-nop10", "sdt-nop10-at1")
 PAGE_SITES = ("sdt-nop10-at1-page",)
 
 C = Config
+# The tracers that probe a real program by path, every process mapping it
+# (the postgres-* and user-* rows): (tracer, mode, how, in words).
+BY_PATH = (("ftrace", "", "uprobe_events probe"), ("bpftrace", "", "bpftrace usdt { count }"),
+           ("perf", "stat", "perf stat -a"))
 # The configuration every other is measured against (the first row).
 BASELINE = "baseline"
 PYTHON_BASELINE = "python-untraced"  # the python-* rows' own
@@ -270,9 +274,7 @@ CONFIGS = [
         workload="postgres", marker=marker, baseline=PG_BASELINE, attach="running",
         default=False, description=f"{how} on postgresql:{marker}, every backend")
       for what, marker in (("query", "query__start"), ("lwlock", "lwlock__acquire"))
-      for t, mode, how in (("ftrace", "", "uprobe_events probe"),
-                           ("bpftrace", "", "bpftrace usdt { count }"),
-                           ("perf", "stat", "perf stat -a"))],
+      for t, mode, how in BY_PATH],
 
     # A user's program (make run TARGET=... PROBE=provider:name WORKLOAD='...'):
     # the marker is PROBE's (workloads.set_user), probed by path, its
@@ -283,9 +285,7 @@ CONFIGS = [
     *[C(f"user-{t}", "user", t, "marker-semaphore", "count", mode, workload="user", marker="",
         baseline=USER_BASELINE, attach="running", default=False,
         description=f"{how} on your PROBE, every process mapping TARGET")
-      for t, mode, how in (("ftrace", "", "uprobe_events probe"),
-                           ("bpftrace", "", "bpftrace usdt { count }"),
-                           ("perf", "stat", "perf stat -a"))],
+      for t, mode, how in BY_PATH],
 ]
 
 BY_NAME = {c.name: c for c in CONFIGS}

@@ -24,6 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # whose MAKEFLAGS carry w) would print into the word lists read from it.
 MAKE = ["make", "-s", "--no-print-directory", "-C", ROOT]
 BUILD = os.path.join(ROOT, "build")
+SHM = "/dev/shm"  # POSIX shared memory (uftrace's buffers), a tmpfs (the kit's clusters)
 STOP_GRACE_S = 120  # for a group's processes to clean up after SIGTERM (mmdebstrap unmounts)
 TOOL_GRACE_S = 10  # for a tracer's tool (run whole) to end after SIGTERM
 POLL_S = 0.1  # wait_for's step

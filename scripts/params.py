@@ -14,6 +14,7 @@ import os
 import random
 import re
 import shlex
+import struct
 from dataclasses import dataclass
 
 import configs
@@ -166,9 +167,13 @@ def elf_file(name):
         if not text:
             return ""
         path = os.path.abspath(text)
+        if re.search(r"[\s:{}\"'()]", path):  # a probe spec (uprobe_events, bpftrace) holds it
+            raise argparse.ArgumentTypeError(
+                f"{name} '{text}' is not allowed: its path may hold no space, quote, colon, "
+                "brace or parenthesis (the tracers' probe specs name it)")
         try:
             notes = elfinfo.Elf(path).sdt_notes()
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, struct.error) as e:
             raise argparse.ArgumentTypeError(
                 f"{name} '{text}' is not allowed: want an ELF file with SDT markers ({e})")
         if not notes:

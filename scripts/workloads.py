@@ -10,6 +10,7 @@ before the kernel's reference counter), which prices what the program
 computes for a listener before any probe traps.
 """
 import dataclasses
+import glob
 import json
 import os
 import platform
@@ -45,7 +46,8 @@ class Workload:
     # The probe is on every process mapping PROGRAM (a server's backends,
     # started after the attach), not on the held target's own threads.
     by_path: bool = False
-    warmup_iter: int = 20000  # a warm-up's calls (its transactions) per thread
+    warmup_iter: int = None  # a warm-up's calls (transactions) a thread; None: sizing's
+    hold_timeout: float = 30.0  # s for its target to reach its gate (a cluster is made first)
     max_iter: int = 10 ** 9  # the most calls a thread makes in a run (QUICK's ITER too)
     floor_iter: int = None  # the fewest a sized run makes (None: sizing.FLOOR_ITER)
     marker: str = ""  # the marker every row of the family probes, where the rows leave it open
@@ -55,6 +57,10 @@ class Workload:
     call: str = "call"  # what one of its ITER calls a thread is
     threads_are: str = ""  # what its THREADS are, where more than 1 share something
     serial: bool = False  # its threads take turns (one runs at a time)
+
+    def bystanders(self):
+        """Processes not the kit's that its by-path probes would count."""
+        return []
 
     def unavailable(self):
         """Why it cannot run here at all (before any marker), or None."""
@@ -68,7 +74,7 @@ class Workload:
     def missing(self):
         """The Debian packages of what it needs that this machine lacks."""
         return sorted({pkg for path, pkg in ((self.program, self.package), *self.needs)
-                       if not os.path.exists(path)})
+                       if pkg and not os.path.exists(path)})  # (a user's program: no package)
 
     def prepare(self, scratch):
         """The extra arguments of one run's command, with what they name
@@ -87,13 +93,14 @@ class Postgres(Workload):
     """A throwaway cluster in a folder of the run's own, copied from a
     template cluster the kit makes once (in a folder named after its
     scratch, removed by teardown), both of which the cluster's owner
-    (`postgres`) may enter.  Cleanup after the target (its session killed,
-    the server with it): any process whose working directory is one of
-    those clusters' data folders (a backend, in a session of its own, that
-    outlived its server: the data folder is the kit's, so the process is),
-    the SysV segment a postmaster.pid there names where nothing is
-    attached to it, then the run's folder, and the template if it is only
-    half made."""
+    (`postgres`) may enter; the driver is told the binaries' folder and the
+    owner (--bin, --owner: their one home is here).  Cleanup after the
+    target (its session killed, the server with it): any process whose
+    working directory is inside one of those folders (a backend, in a
+    session of its own, that outlived its server: the folder is the kit's,
+    so the process is), each SysV segment a postmaster.pid there names, if
+    it is still the owner's, of that key, with nothing attached; then the
+    run's folder."""
 
     def unavailable(self):
         why = super().unavailable()
@@ -121,12 +128,11 @@ class Postgres(Workload):
                 if os.geteuid() == 0:
                     pw = pwd.getpwnam(PG_OWNER)
                     os.chown(d, pw.pw_uid, pw.pw_gid)
-        return ["--dir", top, "--template", template]
+        return ["--bin", PG_BIN, "--owner", PG_OWNER, "--dir", top, "--template", template]
 
     def cleanup(self, scratch, log):
         top, template = self.folders(scratch)
-        whole = os.path.isdir(os.path.join(template, "data"))  # pgbench.py renames it so
-        said = self.remove([top] + ([] if whole else [template]), keep=[template])
+        said = self.remove([top], keep=[template])
         if said:
             with open(log, "a") as f:
                 f.write(f"workload cleanup: removed what the cluster left: {', '.join(said)}\n")
@@ -134,16 +140,32 @@ class Postgres(Workload):
     def teardown(self, kit_scratch):
         self.remove([self.folders(os.path.join(kit_scratch, "x"))[1]])
 
+    def bystanders(self):
+        """Processes of PROGRAM that are not the kit's clusters' (a probe
+        by path counts their events too): their pids."""
+        mine = os.path.join(cluster_root(), "kit")
+        out = []
+        for pid in host.pids():
+            try:
+                if os.readlink(f"/proc/{pid}/exe") != self.program:
+                    continue
+            except OSError:
+                continue
+            where = cwd_of(pid) or ""
+            if not (where.startswith(mine) and "-pg" in where):
+                out.append(pid)
+        return out
+
     @staticmethod
     def remove(folders, keep=()):
-        """Kills what runs in FOLDERS' clusters (and KEEP's), removes their
-        SysV segments and FOLDERS; what it removed, in words."""
+        """Kills what runs inside FOLDERS (and KEEP), removes the SysV
+        segments their clusters' postmaster.pid files name, then FOLDERS;
+        what it removed, in words."""
         said = []
-        datas = {os.path.realpath(os.path.join(d, sub)) for d in [*folders, *keep]
-                 for sub in ("data", "building") if os.path.isdir(d)}
+        roots = [os.path.realpath(d) + os.sep for d in [*folders, *keep] if os.path.isdir(d)]
         for _ in range(100):
-            left = [pid for pid in host.pids() if cwd_of(pid) in datas]
-            if not left:
+            left = [pid for pid in host.pids() if (cwd_of(pid) or "/").startswith(tuple(roots))]
+            if not roots or not left:
                 break
             for pid in left:
                 try:
@@ -152,12 +174,12 @@ class Postgres(Workload):
                 except ProcessLookupError:
                     pass
             time.sleep(0.05)
-        for d in datas:
-            shm = shm_of(os.path.join(d, "postmaster.pid"))
-            if shm is not None and shm_attached(shm) == 0:
+        for pidfile in (f for r in roots for f in glob.glob(os.path.join(r, "*", PG_PIDFILE))):
+            seg = shm_of(pidfile)
+            if seg and shm_free(*seg):
                 try:
-                    subprocess.run(["ipcrm", "-m", str(shm)], check=True, capture_output=True)
-                    said.append(f"shared memory segment {shm}")
+                    subprocess.run(["ipcrm", "-m", str(seg[1])], check=True, capture_output=True)
+                    said.append(f"shared memory segment {seg[1]}")
                 except (OSError, subprocess.CalledProcessError):
                     pass
         for d in folders:
@@ -169,13 +191,13 @@ def cluster_root():
     """Where the clusters go: /dev/shm, a tmpfs, where there is one (a run's
     copy of the template is written and removed in memory, so no disk
     write-back lands on the runs after it), else the temporary folder."""
-    if os.path.isdir(SHM) and os.access(SHM, os.W_OK):
-        return SHM
+    if os.path.isdir(host.SHM) and os.access(host.SHM, os.W_OK):
+        return host.SHM
     return tempfile.gettempdir()
 
 
-SHM = "/dev/shm"
 PG_OWNER = "postgres"
+PG_PIDFILE = "postmaster.pid"
 PG_BIN = "/usr/lib/postgresql/15/bin"
 
 
@@ -187,25 +209,31 @@ def cwd_of(pid):
 
 
 def shm_of(pidfile):
-    """The SysV shared memory id that a postmaster.pid names (its 7th
-    line, "KEY ID"), or None."""
+    """(key, id) of the SysV shared memory that a postmaster.pid names (its
+    7th line, "KEY ID"), or None."""
     try:
         with open(pidfile) as f:
-            lines = f.read().splitlines()
-        return int(lines[6].split()[1])
+            key, shmid = f.read().splitlines()[6].split()[:2]
+        return int(key), int(shmid)
     except (OSError, IndexError, ValueError):
         return None
 
 
-def shm_attached(shmid):
-    """Processes attached to SysV segment SHMID (/proc/sysvipc/shm), or
-    None where there is no such segment."""
-    with open("/proc/sysvipc/shm") as f:
-        for line in f.readlines()[1:]:
-            f_ = line.split()
-            if int(f_[1]) == shmid:
-                return int(f_[6])
-    return None
+def shm_free(key, shmid):
+    """SysV segment SHMID is still KEY's, the cluster owner's, and nothing
+    is attached to it (/proc/sysvipc/shm): a postmaster.pid left by a
+    killed server may name an id since given to someone else."""
+    try:
+        uid = pwd.getpwnam(PG_OWNER).pw_uid if os.geteuid() == 0 else os.geteuid()
+        with open("/proc/sysvipc/shm") as f:
+            for line in f.readlines()[1:]:
+                # key shmid perms size cpid lpid nattch uid ...
+                k, i, _, _, _, _, nattch, owner = (int(x) for x in line.split()[:8])
+                if i == shmid:
+                    return k == key and owner == uid and nattch == 0
+    except (OSError, KeyError, ValueError):
+        pass
+    return False
 
 
 class Command(Workload):
@@ -245,7 +273,7 @@ WORKLOADS = {w.name: w for w in (
              "postgresql", "postgresql-15",
              "Debian's PostgreSQL 15 in a throwaway cluster, THREADS pgbench clients of ITER "
              "TPC-B-like transactions each (src/workloads/pgbench.py)",
-             by_path=True, warmup_iter=200, max_iter=20000, floor_iter=500,
+             by_path=True, warmup_iter=200, max_iter=20000, floor_iter=500, hold_timeout=300,
              counted="query__start's by pg_stat_statements' sum of calls (the reset's "
                      "SELECT in it, the reading SELECT not: they cancel); none of its other "
                      "markers",

@@ -93,6 +93,7 @@ def tracing_state():
     Where tracefs is not mounted, uprobe_events is read through a private
     mount made and removed here (tracefs.private(): an unmount hides a
     uprobe event, it does not remove it; perf would mount it for good)."""
+    import host
     from tracers import tracefs
     s = {}
     with open("/proc/mounts") as f:
@@ -121,8 +122,8 @@ def tracing_state():
     # POSIX shared memory a killed tracer or server leaves: uftrace's
     # buffers, PostgreSQL's dynamic segments (a cluster of the kit's puts
     # its own in its folder).
-    s["/dev/shm"] = sorted(os.path.basename(f) for pat in ("uftrace-*", "PostgreSQL.*")
-                           for f in glob.glob(os.path.join("/dev/shm", pat)))
+    s["shm files"] = sorted(os.path.basename(f) for pat in ("uftrace-*", "PostgreSQL.*")
+                           for f in glob.glob(os.path.join(host.SHM, pat)))
     with open("/proc/sysvipc/shm") as f:
         s["shm"] = sorted(" ".join(ln.split()[:2]) for ln in f.readlines()[1:])
     return s

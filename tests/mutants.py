@@ -124,7 +124,7 @@ MUTANTS = [
      "            for sid in self.sessions(d):", "            for sid in ():",
      ["Faults.test_uftrace_killed"]),
     ("the PostgreSQL cleanup leaving the cluster's folder", "scripts/workloads.py",
-     "        shutil.rmtree(top, ignore_errors=True)\n", "        pass\n",
+     "            shutil.rmtree(d, ignore_errors=True)\n", "            pass\n",
      ["Postgres.test_stopped_mid_run_leaves_no_cluster"]),
 ]
 

@@ -55,6 +55,8 @@ class BadInput(StateTest):
                                            "ELF file with SDT markers"),
         (["--target", os.path.join(ROOT, "README.md")], "is not allowed: want an ELF file"),
         (["--target", "/bin/true"], "TARGET '/bin/true' is not allowed: it has no SDT markers"),
+        (["--target", "/tmp/a b"], "TARGET '/tmp/a b' is not allowed: its path may hold no "
+                                   "space"),
         (["--probe", "single_trace"], "PROBE 'single_trace' is not allowed: want provider:name"),
         (["--workload", "'unclosed"], "WORKLOAD ''unclosed' is not allowed: No closing quotation"),
         (["--target", build("sdt"), "--probe", "benchmark:single_trace"],

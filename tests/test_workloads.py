@@ -235,14 +235,15 @@ class User(StateTest):
     def test_a_failing_workload_is_one_failed_row(self):
         need_root(self)
         with tempfile.TemporaryDirectory() as res:
-            r = self.user("sh -c 'echo no such input >&2; exit 3'", res)
+            r = self.user("sh -c 'echo bad input >&2; exit 3'", res)
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
             self.assertIn("the workload failed untraced", r.stderr)
             rows, _ = rows_of(res)
         failed = [x for x in rows if x["status"] == "failed"]
         self.assertEqual([(x["config"], x["rep"]) for x in failed],
                          [(configs.USER_BASELINE, "0")])
-        self.assertIn("the workload exited with status 3: no such input", failed[0]["reason"])
+        self.assertIn("the workload failed: it exited with status 3: bad input",
+                      failed[0]["reason"])
         skipped = {x["config"] for x in rows if x["status"] == "skipped"}
         self.assertEqual(skipped, {c.name for c in configs.CONFIGS if c.workload == "user"}
                          - {configs.USER_BASELINE})

@@ -49,6 +49,7 @@ class Run:
         self.target_pid = None  # the target's, once started (Supervisor.execute)
         self.raised = None  # {marker: semaphore before} that the runner raised in it
         self.prepared = []  # the workload's own arguments (Workload.prepare)
+        self.bystanders = []  # processes of its program not the kit's, at the attach
         kit.serial += 1
         self.tag = f"kit{kit.id}_{kit.serial}"
         paced = "" if rate == TIGHT else f"-rate{rate}"
@@ -169,9 +170,11 @@ class Kit:
 
             def release():  # the target holds: the probe, then the semaphores it wants
                 if run.workload and not workloads.wait_held(
-                        run.target_pid, lambda: self.sup.child.poll() is None):
+                        run.target_pid, lambda: self.sup.child.poll() is None,
+                        run.workload.hold_timeout):
                     raise TracerError(f"{run.workload.name}: the target never reached its gate "
                                       "(a read of stdin)")
+                run.bystanders = run.workload and run.workload.bystanders()
                 attach()
                 if cfg.semaphores:
                     try:
@@ -191,11 +194,13 @@ class Kit:
         finally:
             # undone whole: a signal meanwhile is kept for the next check
             with host.deferred():
-                self.sup.detach(tracer, run)
-                if uret:
-                    self.sup.detach(uret, run)
-                if run.workload:  # after the target's session is killed (detach)
-                    run.workload.cleanup(run.scratch, run.log)
+                try:
+                    self.sup.detach(tracer, run)
+                    if uret:
+                        self.sup.detach(uret, run)
+                finally:
+                    if run.workload:  # after the target's session is killed (detach)
+                        run.workload.cleanup(run.scratch, run.log)
         if tracer.uprobes and not uret:
             path = paths.entry_path(rec["uprobe_maps"], ev.seen)
         return rec, rusage, ev, path, cmd
@@ -222,6 +227,10 @@ class Kit:
                           "probe covers" if decoys else "")
         if run.workload and tracer.attaches:
             note += f"; {run.workload.name} counts {run.workload.counted}"
+        if run.bystanders and tracer.attaches:
+            note += (f"; {len(run.bystanders)} other processes ran {run.build} at the attach "
+                     f"(pids {' '.join(map(str, run.bystanders[:10]))}): a probe by path "
+                     "counted their events too")
         if rec.get("workload"):  # the program's own figures (pgbench's)
             note += "; " + run.workload.name + ": " + ", ".join(
                 f"{k} {v}" for k, v in rec["workload"].items())

@@ -20,7 +20,7 @@ def warmup_calls(calib_iter, cfg):
     WARMUP_ITER), or fewer for a real program whose call is a whole
     transaction (workloads.Workload.warmup_iter)."""
     if cfg.workload:
-        return min(calib_iter, workloads.get(cfg.workload).warmup_iter)
+        return min(calib_iter, workloads.get(cfg.workload).warmup_iter or calib_iter)
     return calib_iter
 
 

@@ -113,12 +113,12 @@ class Tracer:
         pass
 
     # Helpers for the back-ends.
-    def start_live(self, run, cmd, ready, env=None):
+    def start_live(self, run, cmd, ready, env=None, timeout=TOOL_TIMEOUT_S):
         """Starts CMD (the tracer, pointed at run.target_pid) in a session
         of its own, its stdout to a scratch file and its stderr to the
         run's log, and waits until READY(live) says its probes are live;
-        TracerError (the tracer stopped) if it ends first or takes
-        TOOL_TIMEOUT_S.  Kept in run.state.live for stop_live(), which
+        TracerError (the tracer stopped) if it ends first or takes TIMEOUT
+        seconds (one that compiles first: LONG_TIMEOUT_S).  Kept in run.state.live for stop_live(), which
         detach calls too: no path leaves it running."""
         out = os.path.join(run.scratch, f"{self.name}.out")
         with host.deferred(), open(out, "w") as o, open(run.log, "a") as log:
@@ -132,14 +132,14 @@ class Tracer:
                 raise TracerError(f"{cmd[0]}: {e.strerror}")
             live = run.state.live = Live(p, out)
             run.pids.add(p.pid)
-        deadline = time.monotonic() + TOOL_TIMEOUT_S
+        deadline = time.monotonic() + timeout
         while not ready(live):
             host.check_signalled()
             ended = os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             if ended or time.monotonic() > deadline:
                 self.stop_live(run)
                 why = (f"exited with status {live.status}" if ended else
-                       f"had no probe live after {TOOL_TIMEOUT_S} s")
+                       f"had no probe live after {timeout} s")
                 with open(run.log, errors="replace") as f:
                     said = [ln.strip() for ln in f if ln.strip() and not ln.startswith("$")
                             and not any(n in ln for n in self.log_noise)]
@@ -170,35 +170,21 @@ class Tracer:
                 time.sleep(LIVE_POLL_S)
                 pid, st, ru = os.wait4(p.pid, os.WNOHANG)
                 if not pid and time.monotonic() > deadline:
-                    os.killpg(p.pid, signal.SIGKILL)
+                    os.kill(p.pid, signal.SIGKILL)  # hung: the rest of its session below
                     deadline = float("inf")
             p.returncode = live.status = os.waitstatus_to_exitcode(st)
             live.cpu_ns = (int(ru.ru_utime * 1e9), int(ru.ru_stime * 1e9))
             end = time.monotonic() + TOOL_TIMEOUT_S
-            while any(int(f[3]) == p.pid for _, f in host.live()) and time.monotonic() < end:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)  # its session: what it started
-                except ProcessLookupError:
+            while time.monotonic() < end:  # what it started, in its session, by pid
+                left = [pid for pid, f in host.live() if int(f[3]) == p.pid]
+                if not left:
                     break
+                for pid in left:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
                 time.sleep(LIVE_POLL_S)
-        return live
-        p = live.proc
-        with host.deferred():
-            if p.poll() is None:
-                os.killpg(p.pid, sig)
-            deadline = time.monotonic() + TOOL_TIMEOUT_S
-            while True:
-                pid, st, ru = os.wait4(p.pid, os.WNOHANG) if p.returncode is None else (0, 0, 0)
-                if pid or p.returncode is not None:
-                    break
-                if time.monotonic() > deadline:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    deadline = float("inf")
-                time.sleep(LIVE_POLL_S)
-            if pid:
-                p.returncode = os.waitstatus_to_exitcode(st)
-                live.cpu_ns = (int(ru.ru_utime * 1e9), int(ru.ru_stime * 1e9))
-            live.status = p.returncode
         return live
 
     def missing(self):

@@ -97,8 +97,9 @@ class Perf(Tracer):
         ctl, ack = (os.path.join(run.scratch, f) for f in ("perf.ctl", "perf.ack"))
         for f in (ctl, ack):
             os.mkfifo(f)
-        run.state.control = (os.open(ctl, os.O_RDWR), os.open(ack, os.O_RDONLY | os.O_NONBLOCK))
-        os.write(run.state.control[0], b"enable\n")
+        fds = run.state.control = [os.open(ctl, os.O_RDWR)]  # (detach closes what is open)
+        fds.append(os.open(ack, os.O_RDONLY | os.O_NONBLOCK))
+        os.write(fds[0], b"enable\n")
         heard = []
 
         def acked(_live):
@@ -203,14 +204,16 @@ class Perf(Tracer):
         return len(set(script.splitlines()))
 
     def detach(self, run):
-        self.stop_live(run)
-        for fd in run.state.take("control") or ():
-            os.close(fd)
-        ev = run.state.take("event")
-        if ev:
-            self.sh(self.perf("probe", "-d", ev), log=run.log, check=False)
-            if tracefs.uprobe_defined(*ev.split(":")):
-                raise TracerError(f"perf probe -d {ev} left the event defined")
+        try:
+            self.stop_live(run)  # (perf first: its event is busy while it runs)
+        finally:
+            for fd in run.state.take("control") or ():
+                os.close(fd)
+            ev = run.state.take("event")
+            if ev:
+                self.sh(self.perf("probe", "-d", ev), log=run.log, check=False)
+                if tracefs.uprobe_defined(*ev.split(":")):
+                    raise TracerError(f"perf probe -d {ev} left the event defined")
 
 
 BACKEND = Perf()

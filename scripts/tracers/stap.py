@@ -289,7 +289,8 @@ class Stap(Tracer):
         if self.runtime != "module":
             if run.cfg.attach == "running":  # beside the held target: stap -x PID
                 self.start_live(run, ["stap", *self.flags(run), *self.script(run)],
-                                functools.partial(self.live_stapbpf, run), env=self.env())
+                                functools.partial(self.live_stapbpf, run), env=self.env(),
+                                timeout=LONG_TIMEOUT_S)  # (it compiles first)
             return
         if self.reports(run.cfg):  # wrap() runs it, with the target
             if self.modules:

@@ -16,8 +16,7 @@ import shutil
 from dataclasses import dataclass
 
 from .base import LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError
-
-SHM = "/dev/shm"
+from host import SHM
 
 
 @dataclass

@@ -20,27 +20,16 @@ import sys
 import threading
 import time
 
+import driver
+
 USAGE = "usage: command.py --command JSON --threads N --iterations N [--hold] [--quiet]"
 
 
 def main(argv):
-    opts, hold = {}, False
-    while argv:
-        a = argv.pop(0)
-        if a in ("--threads", "--iterations") and argv and argv[0].isdigit() \
-                and int(argv[0]) > 0:
-            opts[a] = int(argv.pop(0))
-        elif a == "--command" and argv:
-            opts[a] = json.loads(argv.pop(0))
-        elif a == "--hold":
-            hold = True
-        elif a == "--quiet":
-            pass
-        else:
-            sys.exit(f"command.py: '{a}' is not allowed ({USAGE}; no --rate, --fork, --miss "
-                     "or --pin)")
-    if len(opts) != 3:
+    opts, hold = driver.parse(argv, "command.py", USAGE, strings=("--command",))
+    if "--command" not in opts:
         sys.exit(f"command.py: {USAGE}")
+    opts["--command"] = json.loads(opts["--command"])
     cmd, threads, runs = opts["--command"], opts["--threads"], opts["--iterations"]
     if hold:
         sys.stdin.buffer.read(1)
@@ -49,8 +38,12 @@ def main(argv):
     def copy(k):
         t0 = time.monotonic_ns()
         for _ in range(runs):
-            p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=sys.stderr,
-                               stderr=subprocess.PIPE, text=True, errors="replace")
+            try:
+                p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=sys.stderr,
+                                   stderr=subprocess.PIPE, text=True, errors="replace")
+            except OSError as e:  # no such program, not executable
+                failed.append((None, f"{cmd[0]}: {e.strerror}"))
+                return
             sys.stderr.write(p.stderr)
             if p.returncode != 0:
                 last = [ln for ln in p.stderr.splitlines() if ln.strip()] or [""]
@@ -68,21 +61,13 @@ def main(argv):
     r1 = os.times()
     if failed:
         code, last = failed[0]
-        sys.exit(f"command.py: the workload exited with status {code}"
+        sys.exit("command.py: the workload failed"
+                 + (f": it exited with status {code}" if code is not None else "")
                  + (f": {last.strip()}" if last.strip() else ""))
-    per = ",".join(
-        '{"thread":%d,"cpu":-1,"start_ns":%d,"wall_ns":%d,"user_ns":0,"sys_ns":0,"cpu_ns":0,'
-        '"calls":%d,"late":0,"corrupted":0,"decoys":0}' % (k, t0 - start, t1 - t0, runs)
-        for k, (t0, t1) in enumerate(results))
-    sys.stdout.write(
-        '{"format":"kit-target-record/1","build":"command","pid":%d,"threads":%d,'
-        '"iterations":%d,"pinned":false,"clock":"CLOCK_MONOTONIC","wall_ns":%d,'
-        '"process_user_ns":%d,"process_sys_ns":%d,"rate":"max","pacing":null,'
-        '"machine_busy_ns":null,"proc_stat_busy_ns":null,"fork":null,"machine_source":"",'
-        '"uprobe_maps":[],"fired":{},"per_thread":[%s]}\n'
-        % (os.getpid(), threads, runs, end - start,
-           int((r1.children_user - r0.children_user) * 1e9),
-           int((r1.children_system - r0.children_system) * 1e9), per))
+    driver.record("command", threads, runs, end - start,
+                  int((r1.children_user - r0.children_user) * 1e9),
+                  int((r1.children_system - r0.children_system) * 1e9),
+                  [(t0 - start, t1 - t0, runs) for t0, t1 in results], fired={})
 
 
 if __name__ == "__main__":

@@ -4,7 +4,11 @@ pgbench's TPC-B-like transactions from THREADS clients, ITERATIONS
 transactions each, and the kit's target record (kit-target-record/1) on
 stdout, each client a "thread" whose calls are its transactions.
 
-    python3 src/workloads/pgbench.py --dir DIR [--template TDIR] --threads 2 --iterations 500 [--hold]
+    python3 src/workloads/pgbench.py --bin /usr/lib/postgresql/15/bin --owner postgres \
+        --dir DIR [--template TDIR] --threads 2 --iterations 500 [--hold]
+
+(the runner gives --bin and --owner from scripts/workloads.py, their one
+home; the tools' and the server's output go to stderr, the run's log).
 
 What it does, in order, all of it on one CPU (see main()): the cluster
 (cluster(): initdb as the `postgres` user when run as root, since initdb
@@ -26,16 +30,18 @@ and pg_stat_statements).
 """
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
 
-BIN = "/usr/lib/postgresql/15/bin"
-USAGE = ("usage: pgbench.py --dir DIR [--template TDIR] --threads N --iterations N [--hold] "
-         "[--quiet]")
-DB, USER = "postgres", "bench"
-TOP = [None]  # the cluster's folder, once known
+import driver
+
+USAGE = ("usage: pgbench.py --bin PG_BIN --owner USER --dir DIR [--template TDIR] --threads N "
+         "--iterations N [--hold] [--quiet]")
+DB, USER = "postgres", "bench"  # the cluster's database and its (trusted) user
+RUN = {}  # the run's --bin, --owner and --dir, once known
 
 
 def owner():
@@ -44,15 +50,15 @@ def owner():
     itself the child (no runuser between: a signal reaches the server), in
     the cluster's folder (the owner may not enter the checkout: a home
     folder, a test's temporary copy)."""
-    where = dict(cwd=TOP[0])
+    where = dict(cwd=RUN["--dir"])
     if os.geteuid() == 0:
-        where.update(user="postgres", group="postgres", extra_groups=[])
+        where.update(user=RUN["--owner"], group=RUN["--owner"], extra_groups=[])
     return where
 
 
 def tool(name, *args, log):
     """A PostgreSQL tool run to its end, its output to LOG; its output."""
-    p = subprocess.run([os.path.join(BIN, name), *args], stdin=subprocess.DEVNULL,
+    p = subprocess.run([os.path.join(RUN["--bin"], name), *args], stdin=subprocess.DEVNULL,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **owner())
     log.write(f"$ {name} {' '.join(args)}\n{p.stdout}")
     if p.returncode != 0:
@@ -69,7 +75,7 @@ def sql(query, sock, log):
 def start(data, sock, clients, log):
     """The server on DATA, this script's child, once it accepts connections."""
     server = subprocess.Popen(
-        [os.path.join(BIN, "postgres"), "-D", data, "-k", sock, "-c", "listen_addresses=",
+        [os.path.join(RUN["--bin"], "postgres"), "-D", data, "-k", sock, "-c", "listen_addresses=",
          "-c", "autovacuum=off", "-c", "fsync=off", "-c", "synchronous_commit=off",
          # (its dynamic shared memory in DATA/pg_dynshmem, not /dev/shm/PostgreSQL.*,
          # which a killed server left behind)
@@ -79,19 +85,20 @@ def start(data, sock, clients, log):
         stdin=subprocess.DEVNULL, stdout=log, stderr=log, **owner())
     for _ in range(600):
         if server.poll() is not None:
-            sys.exit(f"pgbench.py: the server exited with status {server.returncode} "
-                     f"(see {log.name})")
-        r = subprocess.run([os.path.join(BIN, "pg_isready"), "-q", "-h", sock, "-U", USER,
+            sys.exit(f"pgbench.py: the server failed: it exited with status "
+                     f"{server.returncode} (its lines are above in the run's log)")
+        r = subprocess.run([os.path.join(RUN["--bin"], "pg_isready"), "-q", "-h", sock, "-U", USER,
                             "-d", DB], **owner())
         if r.returncode == 0:
             return server
         time.sleep(0.05)
     stop(server)
-    sys.exit("pgbench.py: the server did not accept connections in 30 s")
+    sys.exit("pgbench.py: the server failed to accept connections in 30 s")
 
 
 def stop(server):
-    """A fast shutdown (SIGINT), SIGKILL after 60 s; reaped."""
+    """A fast shutdown (SIGINT), SIGKILL after 60 s; reaped.  True if it
+    shut down cleanly (exit 0)."""
     if server and server.poll() is None:
         server.send_signal(signal.SIGINT)
         try:
@@ -99,6 +106,7 @@ def stop(server):
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+    return bool(server) and server.returncode == 0
 
 
 def cluster(data, sock, log):
@@ -114,28 +122,19 @@ def cluster(data, sock, log):
         tool("pgbench", "-i", "-q", "-s", "1", "-h", sock, "-U", USER, DB, log=log)
         sql("CHECKPOINT", sock, log)
     finally:
-        stop(server)
+        clean = stop(server)
+    if not clean:  # (a template that a killed server left would be copied for ever)
+        sys.exit(f"pgbench.py: the cluster failed to shut down cleanly (status "
+                 f"{server.returncode})")
 
 
 def main(argv):
-    opts, hold = {}, False
-    while argv:
-        a = argv.pop(0)
-        if a in ("--threads", "--iterations") and argv and argv[0].isdigit() \
-                and int(argv[0]) > 0:
-            opts[a] = int(argv.pop(0))
-        elif a in ("--dir", "--template") and argv:
-            opts[a] = argv.pop(0)
-        elif a == "--hold":
-            hold = True
-        elif a == "--quiet":
-            pass
-        else:
-            sys.exit(f"pgbench.py: '{a}' is not allowed ({USAGE}; no --rate, --fork, --miss "
-                     "or --pin)")
-    template = opts.pop("--template", None)
-    if len(opts) != 3:
+    opts, hold = driver.parse(argv, "pgbench.py", USAGE,
+                              strings=("--bin", "--owner", "--dir", "--template"))
+    if not {"--bin", "--owner", "--dir"} <= set(opts):
         sys.exit(f"pgbench.py: {USAGE}")
+    RUN.update(opts)
+    template = opts.get("--template")
     clients, txns, top = opts["--threads"], opts["--iterations"], opts["--dir"]
     # One CPU for the server, its backends and pgbench (inherited): on this
     # kind of VM a wake-up on the other CPU costs so much, and so unevenly,
@@ -143,9 +142,8 @@ def main(argv):
     # 0.20 to 0.32 s on one CPU (docs/findings/2026-12-02-pgbench-on-one-cpu.md)
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     data, sock = os.path.join(top, "data"), top
-    TOP[0] = top
     server = None
-    log = open(os.path.join(top, "workload.log"), "a")
+    log = sys.stderr  # the run's log
 
     def stopped(signum, _frame):
         raise SystemExit(f"pgbench.py: stopped by signal {signum}")
@@ -157,6 +155,8 @@ def main(argv):
         else:  # made once, copied for each run (cp -a, as its owner)
             if not os.path.isdir(os.path.join(template, "data")):  # TDIR/data: whole
                 building = os.path.join(template, "building")
+                if os.path.isdir(building):  # half made by a run that was killed
+                    shutil.rmtree(building)
                 cluster(building, template, log)
                 os.rename(building, os.path.join(template, "data"))
             subprocess.run(["cp", "-a", os.path.join(template, "data"), data], check=True,
@@ -175,33 +175,23 @@ def main(argv):
         tps = re.search(r"tps = ([\d.]+) \(without initial connection time\)", out)
         lat = re.search(r"latency average = ([\d.]+) ms", out)
         if not (done and tps and lat):
-            sys.exit("pgbench.py: pgbench printed no transaction count, tps or latency")
+            sys.exit("pgbench.py: pgbench failed to print its transaction count, tps or latency")
         statements = int(sql("SELECT sum(calls) FROM pg_stat_statements", sock, log) or 0)
     finally:
         stop(server)
-        log.close()
     processed = int(done.group(1))
     each = [processed // clients + (k < processed % clients) for k in range(clients)]
     user = int((r1.children_user - r0.children_user) * 1e9)
     sys_ns = int((r1.children_system - r0.children_system) * 1e9)
-    per = ",".join(
-        '{"thread":%d,"cpu":-1,"start_ns":0,"wall_ns":%d,"user_ns":0,"sys_ns":0,"cpu_ns":0,'
-        '"calls":%d,"late":0,"corrupted":0,"decoys":0}' % (k, t1 - t0, n)
-        for k, n in enumerate(each))
     # fired: the server's own count of its query__start markers in the run:
     # pg_stat_statements' sum holds the reset's own SELECT (counted as it
     # ended, after the reset, before the hold: no probe saw its start) and
     # not the SELECT reading the sum (counted after it read; a probe saw it
     # start): the two cancel, checked with a probe printing every query
-    sys.stdout.write(
-        '{"format":"kit-target-record/1","build":"postgres","pid":%d,"threads":%d,'
-        '"iterations":%d,"pinned":false,"clock":"CLOCK_MONOTONIC","wall_ns":%d,'
-        '"process_user_ns":%d,"process_sys_ns":%d,"rate":"max","pacing":null,'
-        '"machine_busy_ns":null,"proc_stat_busy_ns":null,"fork":null,"machine_source":"",'
-        '"uprobe_maps":[],"fired":{"query__start":%d},'
-        '"workload":{"tps":%s,"latency_ms":%s,"transactions":%d},"per_thread":[%s]}\n'
-        % (os.getpid(), clients, txns, t1 - t0, user, sys_ns, statements, tps.group(1),
-           lat.group(1), processed, per))
+    driver.record("postgres", clients, txns, t1 - t0, user, sys_ns,
+                  [(0, t1 - t0, n) for n in each], fired={"query__start": statements},
+                  workload={"tps": float(tps.group(1)), "latency_ms": float(lat.group(1)),
+                            "transactions": processed})
 
 
 if __name__ == "__main__":
