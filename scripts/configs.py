@@ -248,6 +248,14 @@ CONFIGS = [
       attach="running", semaphores=("line",),
       description="perf probe sdt_python:function__entry, perf stat -p PID; line's semaphore "
                   "raised through /proc/PID/mem"),
+    # LTTng-UST and uftrace cannot attach to a marker in a binary they did
+    # not build: their back-ends skip the rows, saying why.
+    C("python-lttng-entry", "python", "lttng", "tracepoint", "record", workload="python",
+      marker="function__entry", baseline=PYTHON_BASELINE, attach="running",
+      description="LTTng-UST at python:function__entry: a skipped row, saying why not"),
+    C("python-uftrace-entry", "python", "uftrace", "function", "record", workload="python",
+      marker="function__entry", baseline=PYTHON_BASELINE, attach="running",
+      description="uftrace at python:function__entry: a skipped row, saying why not"),
     # SystemTap 4.8's bpf runtime raises no semaphore (0 events with line's
     # alone): the runner raises both.
     C("python-stap-entry", "python", "stap", "marker", "count", script="stp/python-entry.stp",

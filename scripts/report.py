@@ -33,7 +33,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import host  # noqa: E402
 from render import plots as plotting  # noqa: E402
-from render import compare, summary  # noqa: E402
+from render import compare, real, summary  # noqa: E402
 from record import BadInput, load, timed_for_real  # noqa: E402
 from record import DEFAULT_UNIT, INSTRUCTIONS, paced_rate  # noqa: E402
 from configs import BASELINE  # noqa: E402
@@ -101,6 +101,7 @@ def markdown(a, meta, warnings, folder, p=None, rows=(), made=(), guest=None):
             return "\n".join(lines) + "\n"
     if a["cells"] or not (p and p["cells"]):
         lines += tight_markdown(a, env, guest)
+        lines += real.real_markdown(a)
     if p and p["cells"]:
         lines += paced_markdown(p)
         if not a["cells"]:  # else tight_markdown said them

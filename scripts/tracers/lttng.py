@@ -108,6 +108,13 @@ class Lttng(Tracer):
         self.since = None  # the first one's start time (clock ticks since boot)
         self.log = None
 
+    def skip_reason(self, cfg):
+        if cfg.workload:
+            return ("LTTng-UST records the tracepoints a program was built with (its own "
+                    "provider, lttng_ust_tracepoint()); a program someone else built has SDT "
+                    "markers, which LTTng does not attach to")
+        return None
+
     def available(self):
         return self.need_commands()
 

@@ -32,6 +32,12 @@ class Uftrace(Tracer):
     needs = {"uftrace": "uftrace"}
     versions = ("uftrace",)
 
+    def skip_reason(self, cfg):
+        if cfg.workload:
+            return ("uftrace records a program's functions (a -pg build's mcount calls, or "
+                    "functions it patches); it has no way to attach to an SDT marker")
+        return None
+
     def wrap(self, run, cmd):
         d = run.state.dir = run.scratch + "/uftrace.data"
         return ["uftrace", "record", "--no-pager", "-d", d, *cmd]

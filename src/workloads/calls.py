@@ -52,26 +52,10 @@ def work(k, n, gate, ready, results, done):
     done[k].release()
 
 
-args = sys.argv[1:]
-threads = iterations = None
-hold = pin = False
-while args:
-    a = args.pop(0)
-    if a in ("--threads", "--iterations") and args and args[0].isdigit() and int(args[0]) > 0:
-        if a == "--threads":
-            threads = int(args.pop(0))
-        else:
-            iterations = int(args.pop(0))
-    elif a == "--hold":
-        hold = True
-    elif a == "--pin":
-        pin = True
-    elif a == "--quiet":
-        pass
-    else:
-        sys.exit(f"calls.py: '{a}' is not allowed ({USAGE}; no --rate, --fork or --miss)")
-if threads is None or iterations is None:
-    sys.exit(f"calls.py: {USAGE}")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (-I leaves it out)
+import driver  # noqa: E402  (before the gate: no probe counts its calls)
+opts, hold = driver.parse(sys.argv[1:], "calls.py", USAGE, flags=("--pin",))
+threads, iterations, pin = opts["--threads"], opts["--iterations"], opts.get("--pin", False)
 allowed = sorted(os.sched_getaffinity(0))
 with open("/proc/self/maps", "rb") as f:
     f.read()  # (its own code's first run: before the gate, as the read after the run is not)

@@ -1,10 +1,10 @@
-"""driver.py: what the kit's workload drivers share (pgbench.py,
-command.py): the arguments the runner gives a target (--threads N
+"""driver.py: what the kit's workload drivers share (calls.py,
+pgbench.py, command.py): the arguments the runner gives a target (--threads N
 --iterations N [--hold] [--quiet], and the driver's own), and the target
 record they print (kit-target-record/1, the fields src/benchmark.c
-prints; docs/results-format.md).  Not calls.py's: the Python workload
-runs no Python function of its own after its gate, so it formats its
-record by hand.
+prints; docs/results-format.md).  calls.py parses with it but formats its
+record by hand: the Python workload runs no Python function of its own
+after its gate.
 
 Nothing to run: `import driver` from a script beside it.
 """
@@ -12,13 +12,14 @@ import json
 import os
 import sys
 
-REFUSED = "no --rate, --fork, --miss or --pin"  # the kit's own target's alone
+REFUSED = ("--rate", "--fork", "--miss", "--pin")  # the kit's own target's alone
 
 
-def parse(argv, prog, usage, strings=()):
+def parse(argv, prog, usage, strings=(), flags=()):
     """(the options by flag: --threads and --iterations as whole numbers
-    above 0, each of STRINGS as given; --hold given) from ARGV, or an exit
-    naming what is not allowed; --threads and --iterations are required."""
+    above 0, each of STRINGS as given, each of FLAGS True where given;
+    --hold given) from ARGV, or an exit naming what is not allowed;
+    --threads and --iterations are required."""
     opts, hold = {}, False
     while argv:
         a = argv.pop(0)
@@ -27,12 +28,16 @@ def parse(argv, prog, usage, strings=()):
             opts[a] = int(argv.pop(0))
         elif a in strings and argv:
             opts[a] = argv.pop(0)
+        elif a in flags:
+            opts[a] = True
         elif a == "--hold":
             hold = True
         elif a == "--quiet":
             pass
         else:
-            sys.exit(f"{prog}: '{a}' is not allowed ({usage}; {REFUSED})")
+            no = [f for f in REFUSED if f not in flags]
+            sys.exit(f"{prog}: '{a}' is not allowed ({usage}; no {', '.join(no[:-1])} or "
+                     f"{no[-1]})")
     if "--threads" not in opts or "--iterations" not in opts:
         sys.exit(f"{prog}: {usage}")
     return opts, hold
