@@ -329,6 +329,25 @@ def live(comm=None):
     return out
 
 
+def kill_all(which, seconds=10):
+    """SIGKILL to every live process WHICH(pid, fields) picks (by what the
+    kit knows of it: its session, its working directory; never its name),
+    again until none is left or SECONDS pass; the pids killed."""
+    killed, end = [], time.monotonic() + seconds
+    while time.monotonic() < end:
+        left = [pid for pid, fields in live() if which(pid, fields)]
+        if not left:
+            break
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+    return list(dict.fromkeys(killed))
+
+
 # -- preparing the machine -----------------------------------------------------
 def install(who, pkgs, forbid):
     """Installs PKGS with apt-get, saying so as WHO (run, lab); where

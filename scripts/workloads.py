@@ -1,7 +1,8 @@
 """workloads.py: programs someone else wrote, run as the kit's target: each
 workload names the binary its markers are in, the command that runs it
 (printing the kit's target record, as build/benchmark-* does), and what it
-needs here.  The python-* configurations (configs.py) run the first one.
+needs here: Python, PostgreSQL, and a user's TARGET/PROBE/WORKLOAD (the
+python-*, postgres-* and user-* configurations, configs.py).
 
 Nothing to run: measure/kit.py starts a workload's command where a
 configuration names one, and raise_semaphores() writes a marker's
@@ -16,7 +17,6 @@ import os
 import platform
 import pwd
 import shutil
-import signal
 import struct
 import subprocess
 import sys
@@ -162,18 +162,11 @@ class Postgres(Workload):
         segments their clusters' postmaster.pid files name, then FOLDERS;
         what it removed, in words."""
         said = []
-        roots = [os.path.realpath(d) + os.sep for d in [*folders, *keep] if os.path.isdir(d)]
-        for _ in range(100):
-            left = [pid for pid in host.pids() if (cwd_of(pid) or "/").startswith(tuple(roots))]
-            if not roots or not left:
-                break
-            for pid in left:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    said.append(str(pid))
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.05)
+        roots = tuple(os.path.realpath(d) + os.sep for d in [*folders, *keep]
+                      if os.path.isdir(d))
+        if roots:
+            said += [str(pid) for pid in host.kill_all(
+                lambda pid, _f: (cwd_of(pid) or "/").startswith(roots))]
         for pidfile in (f for r in roots for f in glob.glob(os.path.join(r, "*", PG_PIDFILE))):
             seg = shm_of(pidfile)
             if seg and shm_free(*seg):

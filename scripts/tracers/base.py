@@ -174,17 +174,8 @@ class Tracer:
                     deadline = float("inf")
             p.returncode = live.status = os.waitstatus_to_exitcode(st)
             live.cpu_ns = (int(ru.ru_utime * 1e9), int(ru.ru_stime * 1e9))
-            end = time.monotonic() + TOOL_TIMEOUT_S
-            while time.monotonic() < end:  # what it started, in its session, by pid
-                left = [pid for pid, f in host.live() if int(f[3]) == p.pid]
-                if not left:
-                    break
-                for pid in left:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                time.sleep(LIVE_POLL_S)
+            # what it started and left, in its session
+            host.kill_all(lambda _pid, f: int(f[3]) == p.pid, TOOL_TIMEOUT_S)
         return live
 
     def missing(self):
