@@ -283,11 +283,15 @@ def first_line(cmd, timeout=20):
 
 
 def write_json(path, obj, indent=2, sort_keys=False):
-    """Writes OBJ whole or not at all (a crash leaves the old file)."""
+    """Writes OBJ whole or not at all (a crash leaves the old file): its
+    bytes reach the disk before the name does, or a guest killed within
+    the file system's writeback delay leaves a named but empty file."""
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         json.dump(obj, f, indent=indent, sort_keys=sort_keys)
         f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 

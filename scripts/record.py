@@ -272,8 +272,12 @@ class Folder:
         opened for more rows (appended to its runs.csv) and its meta."""
         self = cls.__new__(cls)
         self.dir, self.logs = d, os.path.join(d, "logs")
-        with open(os.path.join(d, "meta.json")) as f:
-            self.meta = json.load(f)
+        self.meta, why = read_meta(d)
+        if why:  # the unit is then its rows' (a guest's may be instructions)
+            host.say(f"kit: {why}")
+            with open(os.path.join(d, "runs.csv"), newline="") as f:
+                units = [r.get("unit") for r in csv.DictReader(f)]
+            self.meta["unit"] = next((u for u in units if u in UNITS), DEFAULT_UNIT)
         self.unit = self.meta.get("unit", DEFAULT_UNIT)
         self._file = open(os.path.join(d, "runs.csv"), "a", newline="")
         self._csv = csv.DictWriter(self._file, COLUMNS)
@@ -332,20 +336,31 @@ def load(folder):
                                                     warnings))]
     if not rows:
         warnings.append(f"{path}: no runs recorded")
-    meta = {}
-    mpath = os.path.join(folder, "meta.json")
-    try:
-        with open(mpath) as f:
-            meta = json.load(f)
-    except FileNotFoundError:
-        warnings.append(f"{mpath}: missing; the environment is unknown")
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        warnings.append(f"{mpath}: not valid JSON ({e}); the environment is unknown")
+    meta, why = read_meta(folder)
+    if why:
+        warnings.append(why)
     if isinstance(meta.get("stap"), dict):  # format 2: SystemTap's runtime in its own key
         s = meta.pop("stap")
         meta.setdefault("tracers", {})["stap"] = (
             f"SystemTap runtime: {s.get('runtime')} ({s.get('why')}); flags: {s.get('flags')}")
     return rows, meta, warnings
+
+
+def read_meta(folder):
+    """(FOLDER's meta.json as a dict, None) or ({}, why it cannot be read):
+    a run killed early, or a guest killed before its disk had the file,
+    leaves it missing or torn, and its rows are still worth reading."""
+    mpath = os.path.join(folder, "meta.json")
+    try:
+        with open(mpath) as f:
+            meta = json.load(f)
+    except FileNotFoundError:
+        return {}, f"{mpath}: missing; the environment is unknown"
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return {}, f"{mpath}: not valid JSON ({e}); the environment is unknown"
+    if not isinstance(meta, dict):
+        return {}, f"{mpath}: not a JSON object; the environment is unknown"
+    return meta, None
 
 
 def row_of(path, i, header, rec, warnings):

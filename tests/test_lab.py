@@ -227,6 +227,42 @@ class Shares(unittest.TestCase):
         self.assertEqual(self.names(shares.shares(idle[:2], 4)), [["baseline", "idle-sdt"]])
 
 
+class TornMeta(unittest.TestCase):
+    """A guest killed within its file system's writeback delay can leave
+    meta.json named but empty (CI saw it once under Ctrl-C): its rows are
+    merged all the same, in their own unit, and the lab says why."""
+    def guest_folder(self, top, name, cfg, meta_text):
+        d = os.path.join(top, name)
+        os.makedirs(os.path.join(d, "logs"))
+        rows = [dict(config=c, threads=1, iterations=100, rep=1, status="ok", thread_wall_ns=9,
+                     unit=record.INSTRUCTIONS) for c in (configs.BASELINE, cfg)]
+        with open(os.path.join(d, "runs.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, record.COLUMNS)
+            w.writeheader()
+            w.writerows(rows)
+        with open(os.path.join(d, "meta.json"), "w") as f:
+            f.write(meta_text)
+        return d
+
+    def test_reopen_and_add_rows(self):
+        from guest import merge
+        with tempfile.TemporaryDirectory() as top:
+            first = self.guest_folder(top, "first", "stap-mark", "")
+            other = self.guest_folder(top, "other", "stap-mark-alibi", '{"skipped": {')
+            folder = record.Folder.reopen(first)
+            self.assertEqual(folder.unit, record.INSTRUCTIONS)  # its rows', not ns
+            g = type("G", (), {"name": "sid/2", "sfx": "-2"})()
+            merge.add_rows(folder, g, other)
+            folder.skipped(configs.BY_NAME["stap-mark-empty"], [1], "not reached")
+            folder.close()
+            rows, meta, warnings = record.load(first)
+        self.assertEqual([r["config"] for r in rows],
+                         ["baseline", "stap-mark", "stap-mark-alibi", "stap-mark-empty"])
+        self.assertEqual({r["unit"] for r in rows}, {record.INSTRUCTIONS})
+        self.assertEqual(meta["unit"], record.INSTRUCTIONS)
+        self.assertEqual(warnings, [])
+
+
 class KvmVerdict(unittest.TestCase):
     def test_remembered_for_this_host_only(self):
         """KVM's failure is kept (build/lab/kvm.json) for the host it was

@@ -10,7 +10,6 @@ Nothing to run: guest/steps.py calls it.
 """
 import csv
 import glob
-import json
 import os
 import shutil
 
@@ -95,8 +94,9 @@ def add_rows(folder, g, inner):
         dst = os.path.join(folder.logs, os.path.basename(log))
         if not os.path.exists(dst) and os.path.isfile(log):
             shutil.copy(log, dst)
-    with open(os.path.join(inner, "meta.json")) as f:
-        other = json.load(f)
+    other, why = record.read_meta(inner)
+    if why:
+        say(f"lab: {g.name}: {why}")
     for key in ("skipped", "tracers"):
         folder.meta[key] = dict(other.get(key) or {}, **(folder.meta.get(key) or {}))
 
