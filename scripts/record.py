@@ -30,9 +30,10 @@ import host
 # stages from a pilot of MIN_RUNS (see 9), or RUNS fixed; the report's interval
 # follows it, and a folder without it is read with the plain t interval);
 # 9 added its "pilot_s" and "pilots" (each tight-loop cell's pilot, PILOT_S:
-# "config/threads": runs; a cell not named there piloted "pilot" runs).
-# Older folders still read.
-FORMAT_VERSION = 9
+# "config/threads": runs; a cell not named there piloted "pilot" runs);
+# 10 added workload (a real program's own figures of the run, a JSON
+# object: pgbench's tps, latency_ms).  Older folders still read.
+FORMAT_VERSION = 10
 
 COLUMNS = [
     "started", "config", "build", "tracer", "probe", "action", "threads", "iterations", "rep",
@@ -41,6 +42,7 @@ COLUMNS = [
     "process_sys_ns", "tracer_user_ns", "tracer_sys_ns", "runtime", "sized_by", "pinned", "note",
     "rate", "calls", "pacing", "late", "machine_busy_ns", "machine_source", "proc_stat_busy_ns",
     "corrupted", "path", "unit", "stopped", "attach", "fork_calls", "fork_corrupted",
+    "workload",
 ]
 # What the target's own clock counts (a row's and meta.json's "unit"): host
 # nanoseconds, or guest instructions (make lab under QEMU's -icount

@@ -57,10 +57,21 @@ class Workload:
     call: str = "call"  # what one of its ITER calls a thread is
     threads_are: str = ""  # what its THREADS are, where more than 1 share something
     serial: bool = False  # its threads take turns (one runs at a time)
+    # make lab runs its rows: its program comes with the guests' root file
+    # system (python3 does; PostgreSQL would add ~60 MB a suite)
+    in_lab: bool = False
+    # its own figures a run (its record's "workload": the column of that
+    # name) that the report sets out with intervals: (key, header with unit,
+    # a rate: averaged as its inverse, stats.own_figures)
+    figures: tuple = ()
 
     def bystanders(self):
         """Processes not the kit's that its by-path probes would count."""
         return []
+
+    def elsewhere(self, marker):
+        """Where it is unavailable: what else here has MARKER ('; ...'), or ''."""
+        return ""
 
     def unavailable(self):
         """Why it cannot run here at all (before any marker), or None."""
@@ -251,16 +262,38 @@ def set_user(target, provider, marker, command):
                                             marker=marker, command=tuple(command))
 
 
+class Python(Workload):
+    """Debian's CPython 3.11.  Where it is missing, the reason says what the
+    machine's other CPythons carry: 3.12 to 3.14 have no function__entry
+    marker at all (python/cpython#104280: trixie's 3.13, sid's 3.14), which
+    is why a make lab guest of those suites skips the python-* rows."""
+
+    def elsewhere(self, marker):
+        said = []
+        for p in sorted(glob.glob("/usr/bin/python3.*")):
+            if p == self.program or not os.path.basename(p)[len("python3."):].isdigit():
+                continue
+            try:
+                have = markers(p)
+            except (OSError, ValueError):
+                continue
+            said.append(f"{p} has {self.provider}:{marker}" if marker in have else
+                        f"{p} has no {self.provider}:{marker} (its markers: "
+                        f"{', '.join(sorted(have)) or 'none'})")
+        return "".join(f"; {x}" for x in said)
+
+
 PYTHON = "/usr/bin/python3.11"  # Debian's, with its markers (not a pyenv build)
 WORKLOADS = {w.name: w for w in (
-    Workload("python", PYTHON, (PYTHON, "-I", "-S", os.path.join(ROOT, "src", "workloads",
+    Python("python", PYTHON, (PYTHON, "-I", "-S", os.path.join(ROOT, "src", "workloads",
                                                                   "calls.py")),
              "python", "python3.11",
              "Debian's CPython 3.11 (--with-dtrace), each thread calling a one-line "
              "function ITER times (src/workloads/calls.py)",
              counted="each thread's calls by its own count: past the gate every "
                      "function__entry is one of them",
-             threads_are="a thread's wall time a call: the GIL's turns", serial=True),
+             threads_are="a thread's wall time a call: the GIL's turns", serial=True,
+             in_lab=True),
     Postgres("postgres", os.path.join(PG_BIN, "postgres"),
              (sys.executable, os.path.join(ROOT, "src", "workloads", "pgbench.py")),
              "postgresql", "postgresql-15",
@@ -272,6 +305,8 @@ WORKLOADS = {w.name: w for w in (
                      "markers",
              needs=((os.path.join(PG_BIN, "pgbench"), "postgresql-15"),),
              call="transaction", serial=True,
+             figures=(("tps", "pgbench's tps [transactions/s]", True),
+                      ("latency_ms", "pgbench's latency [ms]", False)),
              threads_are="pgbench clients, each its own backend, all on one CPU"),
     Command("user", "", (sys.executable, os.path.join(ROOT, "src", "workloads", "command.py")),
             "", "", "your TARGET, PROBE and WORKLOAD (make run TARGET=... PROBE=... "
@@ -299,7 +334,7 @@ def unavailable(w, marker, semaphores=()):
                f"{platform.machine()}"
     why = w.unavailable()
     if why:
-        return why
+        return why + w.elsewhere(marker)
     try:
         have = markers(w.program)
     except (OSError, ValueError) as e:

@@ -126,6 +126,12 @@ MUTANTS = [
     ("the PostgreSQL cleanup leaving the cluster's folder", "scripts/workloads.py",
      "            shutil.rmtree(d, ignore_errors=True)\n", "            pass\n",
      ["Postgres.test_stopped_mid_run_leaves_no_cluster"]),
+    ("the lab's merge keeping each guest's copy of a family's baseline",
+     "scripts/guest/merge.py", 'and row["config"] in have', "and False",
+     ["RealPrograms.test_python_in_the_guests"]),
+    ("the lab's merge reading a torn meta.json", "scripts/record.py",
+     "    except (json.JSONDecodeError, UnicodeDecodeError) as e:\n        return {}",
+     "    except ZeroDivisionError as e:\n        return {}", ["TornMeta.test_reopen_and_add_rows"]),
 ]
 
 

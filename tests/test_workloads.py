@@ -11,6 +11,7 @@ src/workloads/calls.py: each thread makes exactly ITER calls of a one-line
 function past its gate, so a probe at function__entry sees THREADS x ITER
 events and no other.
 """
+import json
 import os
 import signal
 import subprocess
@@ -25,7 +26,7 @@ import configs
 import record
 import stats
 import workloads
-from render import summary
+from render import real, summary
 
 PY = workloads.get("python")
 
@@ -85,7 +86,8 @@ class Semaphores(unittest.TestCase):
 class Python(StateTest):
     """make run CONFIGS='python-*' THREADS=1..2 (ITER=20000, RUNS=2): the
     untraced interpreter, its entry and line semaphores raised with no probe,
-    and each tracer at function__entry, attached to the held interpreter
+    bpftrace's probe that records nothing (unverified, saying so), and each
+    tracer at function__entry, attached to the held interpreter
     (ftrace by itself, bpftrace -p, perf stat -p, stap -x), each of which
     sees every call (the kernel or bcc raising the entry semaphore where the
     tracer does, the runner the line's: 3.11 fires the marker only with
@@ -113,9 +115,14 @@ class Python(StateTest):
                          {"python-lttng-entry", "python-uftrace-entry"})
         for row in timed:
             with self.subTest(config=row["config"], threads=row["threads"], rep=row["rep"]):
-                self.assertEqual(row["status"], "ok", row["reason"])
                 calls = int(row["threads"]) * int(row["iterations"])
                 self.assertEqual(int(row["calls"]), calls)
+                if row["config"] == "python-bpftrace-empty":  # a probe that records nothing
+                    self.assertEqual(row["status"], "unverified", row["reason"])
+                    self.assertRegex(row["reason"], r"^its probe records nothing")
+                    self.assertEqual(row["events_seen"], "")
+                    continue
+                self.assertEqual(row["status"], "ok", row["reason"])
                 if configs.BY_NAME[row["config"]].tracer != "none":
                     self.assertEqual(int(row["events_seen"]), calls)
                     self.assertEqual(int(row["events_expected"]), calls)
@@ -156,13 +163,18 @@ class Postgres(StateTest):
             r = kit(["--threads", "1..2", "--iter", "100", "--runs", "2", "--configs",
                      "postgres-untraced,postgres-ftrace-query,postgres-ftrace-lwlock"], res)
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
-            rows, _ = rows_of(res)
+            rows, folder = rows_of(res)
+            typed, meta, _ = record.load(folder)
         timed = [x for x in rows if x["rep"] not in ("", "0")]
         self.assertEqual(len(timed), 3 * 2 * 2)
         for row in timed:
             with self.subTest(config=row["config"], threads=row["threads"], rep=row["rep"]):
                 n = int(row["threads"])
                 self.assertEqual(int(row["calls"]), n * 100)  # transactions, by pgbench
+                own = json.loads(row["workload"])  # pgbench's own figures, its column
+                self.assertEqual(own["transactions"], n * 100)
+                self.assertGreater(own["tps"], 0)
+                self.assertGreater(own["latency_ms"], 0)
                 if row["config"] == "postgres-ftrace-query":
                     self.assertEqual(row["status"], "ok", row["reason"])
                     # pgbench's 7 statements a transaction, its 2 set-up
@@ -176,8 +188,15 @@ class Postgres(StateTest):
                     self.assertGreater(int(row["events_seen"]), 7 * n * 100)
                 else:
                     self.assertEqual(row["status"], "ok", row["reason"])
-
-    def test_stopped_mid_run_leaves_no_cluster(self):
+        # report.md's Real programs: pgbench's tps and latency, each cell's
+        # runs' work over their time, with an interval
+        a = stats.analyse([x for x in typed if (x["rep"] or 0) >= 1], meta)
+        md = "\n".join(real.real_markdown(a))
+        self.assertIn("| configuration          | threads | pgbench's tps [transactions/s] |", md)
+        for c in a["cells"]:
+            m, lo, hi = c["own"]["tps"]
+            self.assertTrue(lo < m and (hi is None or m < hi), (c["config"], c["own"]))
+            self.assertIn(f"| {c['config']:<22} | {c['threads']:<7} |", md)
         """SIGTERM to the kit while pgbench runs: the kit stops, the
         cluster's processes, folder and shared memory are gone (tearDown)."""
         need_root(self)

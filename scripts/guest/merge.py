@@ -62,9 +62,10 @@ def bring_back(suite, ended, extra):
     folder = record.Folder.reopen(suite.out)
     timings = {}
     left = None  # the kit_ modules lsmod listed in the guests at the end
+    have = {r["config"] for r in record.load(suite.out)[0]}  # the first guest's
     for g, why, res, inner in got:
         if inner != first:
-            add_rows(folder, g, inner)
+            have |= add_rows(folder, g, inner, have)
         left = keep_logs(folder, g, res, timings, left)
     for g, *_ in got + failed:
         with open(os.path.join(folder.logs, f"console{g.sfx}.log"), "w") as f:
@@ -81,14 +82,18 @@ def bring_back(suite, ended, extra):
     return suite.out
 
 
-def add_rows(folder, g, inner):
-    """Guest G's rows (its folder INNER) added to FOLDER but for its
-    baseline, its runs.csv kept whole as logs/runs-K.csv, its logs added
-    (the first guest's win) and its skips and tracers merged."""
+def add_rows(folder, g, inner, have=(configs.BASELINE,)):
+    """Guest G's rows (its folder INNER) added to FOLDER but for the
+    baselines FOLDER already HAS (the kit's, a real program's untraced
+    row: each cell is measured against one), its runs.csv kept whole as
+    logs/runs-K.csv, its logs added (the first guest's win) and its skips
+    and tracers merged; the configurations it added."""
+    added = set()
     with open(os.path.join(inner, "runs.csv"), newline="") as f:
         for row in csv.DictReader(f):
-            if row["config"] != configs.BASELINE:
+            if not (configs.is_baseline(row["config"]) and row["config"] in have):
                 folder.write(row)
+                added.add(row["config"])
     shutil.copy(os.path.join(inner, "runs.csv"), os.path.join(folder.logs, f"runs{g.sfx}.csv"))
     for log in glob.glob(os.path.join(inner, "logs", "*")):
         dst = os.path.join(folder.logs, os.path.basename(log))
@@ -99,6 +104,7 @@ def add_rows(folder, g, inner):
         say(f"lab: {g.name}: {why}")
     for key in ("skipped", "tracers"):
         folder.meta[key] = dict(other.get(key) or {}, **(folder.meta.get(key) or {}))
+    return added
 
 
 def keep_logs(folder, g, res, timings, left):
@@ -130,8 +136,9 @@ def skip_unrun(suite, folder, unfinished, keeper):
         for c in g.cfgs:
             if c.name == configs.BASELINE and g is not keeper:
                 continue  # the folder's baseline is another guest's
-            folder.skipped(c, [n for n in LAB_THREADS if (c.name, n) not in ran],
-                           f"lab: {why}: not run")
+            left = [n for n in LAB_THREADS if (c.name, n) not in ran]
+            folder.skipped(c, left, f"lab: {why}: not run")
+            ran |= {(c.name, n) for n in left}  # a family's baseline: in several guests
     if suite.unbuilt:  # skipped rows for what could not be built, as runs.csv's own
         for c in suite.configs():
             if c.name in suite.unbuilt:

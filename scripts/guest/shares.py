@@ -29,9 +29,13 @@ def shares(cfgs, n, cost=lambda c: 1.0):
     instructions, where two boots agree within 0.3%) go one at a time,
     costliest first, to the guest with the fewest of its tracer's (a
     tracer's start is most of a guest's time: bpftrace's 5-10 s), of those
-    the one with the least COST so far (a configuration's seconds a run)."""
+    the one with the least COST so far (a configuration's seconds a run).
+    A real program's untraced row (its family's baseline) goes to each
+    guest that runs one of its family, first among them."""
     base = [c for c in cfgs if c.name == configs.BASELINE]
-    idle = [c for c in cfgs if c.name != configs.BASELINE and not BACKENDS[c.tracer].attaches]
+    families = {c.name: c for c in cfgs if configs.is_baseline(c.name) and c not in base}
+    idle = [c for c in cfgs if c.name not in families and c not in base
+            and not BACKENDS[c.tracer].attaches]
     traced = [c for c in cfgs if BACKENDS[c.tracer].attaches]
     n = max(1, min(n, len(traced) + bool(idle)))
     parts = [list(base) for _ in range(n)]
@@ -41,6 +45,9 @@ def shares(cfgs, n, cost=lambda c: 1.0):
         k = min(range(n), key=lambda i: (sum(x.tracer == c.tracer for x in parts[i]), load[i], i))
         parts[k].append(c)
         load[k] += cost(c)
+    for p in parts:
+        p += [f for f in families.values() if f not in p and any(c.against == f.name for c in p)]
+    parts[0] += [f for f in families.values() if not any(f in p for p in parts)]
     return [sorted(p, key=cfgs.index) for p in parts]
 
 

@@ -49,4 +49,28 @@ def real_markdown(a):
         lines += [table(["configuration", "threads", f"untraced [ns a {w.call}]",
                          "slowdown [95%]", "per event [ns, 95%]", f"events a {w.call}",
                          "untraced rate [events/s]", "checked"], rows), ""]
+        lines += own_table(w, [c for c in cells if configs.BY_NAME[c["config"]].workload == fam])
     return lines
+
+
+def own_table(w, cells):
+    """Workload W's own figures (its figures: pgbench's tps and latency),
+    untraced and traced, each its mean over the cell's runs (a rate's: the
+    runs' work over their time) with the interval the cell's overhead has."""
+    if not w.figures or not any(c.get("own") for c in cells):
+        return []
+
+    def f(v):  # three figures at least: 4,088, 12.3, 0.245
+        return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+    def cell(x):
+        if not x:
+            return "-"
+        m, lo, hi = x
+        return f(m) + (f" [{f(lo)}, {f(hi) if hi is not None else 'unbounded'}]"
+                       if lo is not None else "")
+    rows = [[c["config"], str(c["threads"]),
+             *(cell((c.get("own") or {}).get(k)) for k, _, _ in w.figures)] for c in cells]
+    return [f"{w.name}'s own figures, over the runs (a rate: their work over their time), "
+            "with 95% intervals:", "",
+            table(["configuration", "threads", *(h for _, h, _ in w.figures)], rows), ""]

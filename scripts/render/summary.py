@@ -104,8 +104,9 @@ def real_lines(a):
                 continue
             if (x.get("check") or {}).get("verdict") == "unverified" and x.get("overhead"):
                 seen = x["check"]["seen"]
-                parts.append(f"{x['config']}: {f_slower(x['overhead'])}; "
-                             f"{seen / x['calls']:,.1f} events a {w.call}, unverified")
+                parts.append(f"{x['config']}: {f_slower(x['overhead'])}; " + (
+                    f"{seen / x['calls']:,.1f} events a {w.call}, unverified" if seen else
+                    "nothing counts its events (a probe that records nothing)"))
             else:
                 parts.append(f"{x['config']}: {cost_cell(x)}")
         many = f" ({w.threads_are})" if c["threads"] > 1 and w.threads_are else ""

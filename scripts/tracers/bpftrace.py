@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from .base import LIVE_LINE, LOG_TAIL, Events, RunState, Tracer, TracerError
 
 HANDLERS = {
+    "nothing": "",  # the trap and an empty program: no count to check
     "count": "@events = count();",
     # (a return probe's record keeps the return value's register, retval)
     "record-return": "@ts[tid] = nsecs; @arg[tid] = retval; @events = count();",
@@ -95,16 +96,19 @@ class Bpftrace(Tracer):
         with open(run.log, "a") as f:
             f.write(out[-LOG_TAIL:])
         m = re.search(r"^@events: (\d+)$", out, re.M)
-        if not m:
+        nothing = not HANDLERS[run.cfg.action]
+        if not m and not nothing:
             raise TracerError("bpftrace printed no @events count")
+        seen = int(m.group(1)) if m else None
         lost = sum(int(x) for x in re.findall(r"Lost (\d+) events", out))
         if not live:
-            return Events(int(m.group(1)), lost)
+            return Events(seen, lost)
         if live.status != 0:
             raise TracerError(f"bpftrace -p exited with status {live.status} at its SIGINT")
         how = "every process mapping it" if run.workload.by_path else f"-p {run.target_pid}"
-        return Events(int(m.group(1)), lost, f"bpftrace on {how}, started beside the held "
-                      "target; its probes live at its BEGIN", tracer_cpu_ns=live.cpu_ns)
+        return Events(seen, lost, ("its probe records nothing, so nothing counts its events; "
+                                   if nothing else "") + f"bpftrace on {how}, started beside "
+                      "the held target; its probes live at its BEGIN", tracer_cpu_ns=live.cpu_ns)
 
     def detach(self, run):
         self.stop_live(run)

@@ -248,6 +248,10 @@ class Stap(Tracer):
         if cfg.attach == "running" and self.reports(cfg):
             return ("STAP_TIMING's hit report needs staprun -c to start the target, and this "
                     "row attaches to a target already running")
+        if cfg.workload and self.runtime == "module":
+            return ("a real program's SystemTap row runs `stap -x PID` on the bpf runtime; the "
+                    "kit does not yet load a module beside a program already running (the "
+                    "module runtime: make lab's guests)")
         if cfg.probe == "return" and self.runtime == "bpf":
             return ("SystemTap's bpf runtime has no process return probes (stap: 'process "
                     "return probes not available'); the module runtime, which has them, "

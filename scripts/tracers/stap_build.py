@@ -94,7 +94,7 @@ def build(cfgs, rootfs, kit, rel, out, cache, log, timing, said):
     ver = version(rootfs)
     os.makedirs(out, exist_ok=True)
     here = os.path.join(rootfs, kit.lstrip("/"))  # where pass 4 leaves it, seen from here
-    for cfg in [c for c in cfgs if c.tracer == "stap"]:
+    for cfg in [c for c in cfgs if c.tracer == "stap" and not be.skip_reason(c)]:
         mod = stap.prebuilt_name(cfg) + ".ko"
         cached = cache_path(cache, cfg, be.cfg_flags(cfg), rel, ver)
         if os.path.exists(cached):  # the same script, flags, target and kernel
