@@ -258,6 +258,17 @@ CONFIGS = [
       attach="running", semaphores=("line",),
       description="perf probe sdt_python:function__entry, perf stat -p PID; line's semaphore "
                   "raised through /proc/PID/mem"),
+    # function__return: each call's return, and past the gate one more a
+    # thread (its work() returning) and the main module's at exit
+    # (calls.py's "fired").  Not in the default run (its 5 minutes).
+    *[C(f"python-{t}-return", "python", t, "marker-semaphore", "count", mode,
+        workload="python", marker="function__return", baseline=PYTHON_BASELINE,
+        attach="running", semaphores=("line",), default=False,
+        description=f"{how} at python:function__return, the target's process; line's "
+                    "semaphore raised through /proc/PID/mem")
+      for t, mode, how in (("ftrace", "", "uprobe_events probe"),
+                           ("bpftrace", "", "bpftrace -p PID, usdt { count }"),
+                           ("perf", "stat", "perf stat -p PID"))],
     # LTTng-UST and uftrace cannot attach to a marker in a binary they did
     # not build: their back-ends skip the rows, saying why.
     C("python-lttng-entry", "python", "lttng", "tracepoint", "record", workload="python",

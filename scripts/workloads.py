@@ -291,7 +291,8 @@ WORKLOADS = {w.name: w for w in (
              "Debian's CPython 3.11 (--with-dtrace), each thread calling a one-line "
              "function ITER times (src/workloads/calls.py)",
              counted="each thread's calls by its own count: past the gate every "
-                     "function__entry is one of them",
+                     "function__entry is one of them, every function__return one of them "
+                     "returning or one of a thread's work() and the main module's",
              threads_are="a thread's wall time a call: the GIL's turns", serial=True,
              in_lab=True),
     Postgres("postgres", os.path.join(PG_BIN, "postgres"),

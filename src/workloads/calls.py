@@ -11,7 +11,10 @@ Every function__entry the interpreter fires after the start gate is one of
 these calls: past the gate the script runs no other Python function (no
 import, comprehension or generator; the record is formatted with %, which is
 C), so a tracer that counts that marker must see exactly THREADS x
-ITERATIONS.  With --hold the main thread, once every thread is at its gate
+ITERATIONS.  Every function__return past the gate is one of these calls
+returning, or one of two frames more: each thread's work() (once a
+thread) and the main module at exit.  The record's "fired" says both, from
+the threads' own counts.  With --hold the main thread, once every thread is at its gate
 (each thread's own entry fired before it), reads one byte from stdin: the
 runner waits for that read (workloads.wait_held), attaches and raises
 semaphores, then sends the byte.  Needs only the interpreter.
@@ -85,9 +88,10 @@ for line in maps.split("\n"):
     at = line.find("[uprobes")
     if at >= 0 and '"%s"' % line[at:] not in seen:
         seen.append('"%s"' % line[at:])
-per = []
+per, total = [], 0
 for k in range(threads):
     t0, t1, user, sys_ns, cpu_ns, calls, cpu = results[k]
+    total += calls
     per.append('{"thread":%d,"cpu":%d,"start_ns":%d,"wall_ns":%d,"user_ns":%d,"sys_ns":%d,'
                '"cpu_ns":%d,"calls":%d,"late":0,"corrupted":0,"decoys":0}'
                % (k, cpu, t0 - start, t1 - t0, user, sys_ns, cpu_ns, calls))
@@ -96,7 +100,7 @@ sys.stdout.write(
     '"pinned":%s,"clock":"CLOCK_MONOTONIC","wall_ns":%d,"process_user_ns":%d,'
     '"process_sys_ns":%d,"rate":"max","pacing":null,"machine_busy_ns":null,'
     '"proc_stat_busy_ns":null,"fork":null,"machine_source":"","uprobe_maps":[%s],'
-    '"per_thread":[%s]}\n'
+    '"per_thread":[%s],"fired":{"function__entry":%d,"function__return":%d}}\n'
     % (os.getpid(), threads, iterations, "true" if pin else "false", end - start,
        int(me.ru_utime * 1e9), int(me.ru_stime * 1e9), ",".join(seen),
-       ",".join(per)))
+       ",".join(per), total, total + threads + 1))
