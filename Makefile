@@ -21,7 +21,7 @@ Q := @
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all list needs packages configs run report test clean help lab lab-shell floor versus
+.PHONY: all list needs packages configs run report test clean help lab lab-shell fleet floor versus
 
 # The builds: src/builds.tsv, one row each (its header says the columns).
 # field(BUILD,N): column N of BUILD's row.
@@ -168,6 +168,14 @@ lab-shell:
 	$(foreach v,$(LAB_VARS),$(call check_given,$(v)))
 	$(Q)$(PYTHON) scripts/lab.py --shell
 
+# The kit on every host of an Ansible inventory (scripts/fleet.py): the
+# runner's variables are checked here and handed to each host's make run.
+FLEET_VARS = $(shell $(PYTHON) scripts/fleet.py --vars | cut -d= -f1)
+
+fleet:
+	$(foreach v,$(FLEET_VARS) $(RUN_VARS),$(call check_given,$(v)))
+	$(Q)$(PYTHON) scripts/fleet.py
+
 # The baseline's loop against a raw loop, alternated (a benchmark).
 floor: build/benchmark-plain build/raw-loop
 	$(Q)$(PYTHON) bench/floor.py
@@ -191,6 +199,8 @@ help:
 	@echo "make lab          every configuration in guest kernels, SystemTap's module runtime for real, in instructions; its variables (scripts/lab.py --help says more):"
 	@$(PYTHON) scripts/lab.py --vars | sed 's/^/                    /'
 	@echo "make lab-shell    a shell in the (first) guest, the kit at /kit"
+	@echo "make fleet        make run on every host of an Ansible inventory, folders fetched back; its variables (and make run's):"
+	@$(PYTHON) scripts/fleet.py --vars | sed 's/^/                    /'
 	@echo "make test         the test suite (TESTS=name to pick some)"
 	@echo "make floor        the baseline's loop against a raw loop (bench/floor.py)"
 	@echo "make versus       the kit against hyperfine on the idle marker (bench/versus.py)"

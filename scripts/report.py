@@ -41,6 +41,7 @@ from stats import analyse, outcomes, paced  # noqa: E402
 from render.environment import environment  # noqa: E402
 from render.formats import skipped_failed  # noqa: E402
 from render.guest import lab_markdown  # noqa: E402
+from render import fleet  # noqa: E402
 from render.paced import paced_markdown  # noqa: E402
 from render.tight import tight_markdown  # noqa: E402
 from render.y2011 import Y2011_CONFIGS  # noqa: E402
@@ -210,6 +211,10 @@ def main(argv):
     results, units, status, labs = [], {}, 0, 0
     for folder in folders:
         if lab_top(folder):
+            labs += 1
+            continue
+        if fleet.is_fleet(folder):  # make fleet's: a folder per host, one table
+            print(fleet.write(folder))
             labs += 1
             continue
         got = one(folder, guest)

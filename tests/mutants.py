@@ -129,6 +129,8 @@ MUTANTS = [
     ("the Python workload counting its returns as its calls", "src/workloads/calls.py",
      "total, total + threads + 1))", "total, total))",
      ["Python.test_each_tracer_counts_every_call"]),
+    ("the fleet taking an unreachable host for one that ran", "scripts/fleet.py",
+     'if res.get("unreachable"):', "if False:", ["Quick.test_the_example_inventory"]),
     ("the lab's merge keeping each guest's copy of a family's baseline",
      "scripts/guest/merge.py", 'and row["config"] in have', "and False",
      ["RealPrograms.test_python_in_the_guests"]),

@@ -243,8 +243,9 @@ class Readme(unittest.TestCase):
         self.assertGreater(len(targets), 3)
         self.assertEqual(sorted(targets - phony), [], "targets README names that make lacks")
         known = {ln.split("=")[0] for ln in run(["python3", RUN_PY, "--vars"]).stdout.split()}
-        known |= {ln.split("=")[0] for ln in run(
-            ["python3", os.path.join(SCRIPTS, "lab.py"), "--vars"]).stdout.split()}
+        for entry in ("lab.py", "fleet.py"):
+            known |= {ln.split("=")[0] for ln in run(
+                ["python3", os.path.join(SCRIPTS, entry), "--vars"]).stdout.split()}
         known |= {"V", "CC", "CFLAGS", "TESTS", "RESULTS", "PYTHON", "DTRACE"}
         named = set(re.findall(r"(?<![\w-])([A-Z][A-Z0-9_]{1,})=", text))
         self.assertGreater(len(named), 3)

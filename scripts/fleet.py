@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""fleet.py: `make fleet`: the kit on every host of an Ansible inventory,
+through Ansible itself (Debian's ansible-core), and each host's results
+folder brought back under one fleet folder.
+
+    make fleet INVENTORY=fleet/inventory.example.yml QUICK=1
+    make fleet INVENTORY=hosts.yml THREADS=1..4 CONFIGS='baseline,ftrace-*'
+    python3 scripts/report.py results/<stamp>-fleet    # one table, every host
+
+The runner's variables (THREADS, CONFIGS, QUICK, ...) are checked here, on
+the controller, with the runner's own parsers, before anything is sent; a
+bad one, or an inventory Ansible cannot read or that names no host, stops
+it with nothing run anywhere.  Then fleet/playbook.yml unpacks the kit (the
+files git tracks, and those it does not ignore) into each host's folder
+(FLEET_ROOT/HOST, or the host's kit_dir), runs `make run` there with the
+variables given, fetches its newest results folder and removes the pack.
+Hosts that share this machine (the local connection) run one at a time, so
+that one does not time another's build; remote hosts run at once, up to
+MAX_FORKS.  The
+fleet folder, results/<stamp>-fleet/, holds HOST/ (its results folder),
+HOST.log (its make run's output) and fleet.json (each host's status:
+ok, failed or unreachable, and why).  Needs ansible-core on the controller
+(installed as `make run` installs its tools, unless NO_INSTALL=1), and on
+each host what `make run` needs (it installs that itself).
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import host  # noqa: E402
+import params  # noqa: E402
+import run as runner  # noqa: E402
+from render.fleet import FLEET_JSON  # noqa: E402
+from host import ROOT, say  # noqa: E402
+
+PLAYBOOK = os.path.join(ROOT, "fleet", "playbook.yml")
+STATUSES = ("ok", "failed", "unreachable")  # a host's, in fleet.json
+NEEDS = {"ansible-playbook": "ansible-core", "ansible-inventory": "ansible-core"}
+# The runner's variables that name a file of this machine: each host keeps
+# its own (its timings, its modules), so they are not handed on.
+LOCAL_FILES = ("TIMINGS", "STAP_MODULES")
+MAX_FORKS = 50  # hosts Ansible works on at once (its own default is 5)
+PLAYBOOK_S = 6 * 3600  # the whole play, every host: a stated limit
+
+
+def fleet_root(text):
+    """FLEET_ROOT: an absolute folder outside this checkout (a local host's
+    kit is unpacked there, and must never land on the controller's own)."""
+    path = os.path.normpath(text)
+    if not os.path.isabs(path):
+        raise params.argparse.ArgumentTypeError(
+            f"FLEET_ROOT '{text}' is not allowed: want an absolute path")
+    if os.path.commonpath([path, ROOT]) in (path, ROOT):
+        raise params.argparse.ArgumentTypeError(
+            f"FLEET_ROOT '{text}' is not allowed: want a folder outside the kit's checkout "
+            f"({ROOT}) and not above it")
+    return path
+
+
+def existing_file(text):
+    """INVENTORY: a file that is there."""
+    if not os.path.isfile(text):
+        raise params.argparse.ArgumentTypeError(
+            f"INVENTORY '{text}' is not allowed: want an inventory file that exists")
+    return text
+
+
+Param = params.Param
+PARAMS = [
+    Param("INVENTORY", existing_file, None,
+          "an Ansible inventory (YAML or INI) of the hosts to run on", "required"),
+    Param("FLEET_ROOT", fleet_root, "/var/tmp/kit-fleet",
+          "where each host keeps its kit (FLEET_ROOT/HOST), unless the inventory gives the "
+          "host a kit_dir"),
+    params.BY_NAME["NO_INSTALL"],
+]
+
+
+def parse_args(argv):
+    p = params.Parser(prog="fleet.py", description=__doc__.split("\n\n")[0])
+    params.add(p, PARAMS)
+    p.add_argument("--results", default=os.path.join(ROOT, "results"), metavar="DIR")
+    p.add_argument("--vars", action="store_true",
+                   help="print the variables, one NAME=default a line, and exit (for make)")
+    a = p.parse_args(argv)
+    params.fill(a, PARAMS)
+    if not a.vars and not a.inventory:
+        p.error("INVENTORY is required: an Ansible inventory file (fleet/inventory.example.yml)")
+    return a
+
+
+def knobs():
+    """The runner's variables given here (the environment, as make hands
+    them over), checked with its own parsers: NAME=value words for each
+    host's `make run`.  SystemExit (2, the runner's message) on a bad one."""
+    names = [p.name for p in runner.parse_args([]).params]  # (exits 2 on a bad value)
+    return [f"{n}={os.environ[n]}" for n in names if n in os.environ and n not in LOCAL_FILES]
+
+
+def inventory(path):
+    """{host: its variables} of the inventory at PATH, as Ansible reads it;
+    ValueError saying why where it cannot, or it names no host."""
+    r = subprocess.run(["ansible-inventory", "-i", path, "--list"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=120,
+                       env=dict(os.environ, ANSIBLE_INVENTORY_UNPARSED_FAILED="True"))
+    if r.returncode != 0:  # its first parser's complaint, else its last line
+        m = re.search(r"\* (Failed to parse .*?)(?: \[WARNING\]|$)", " ".join(r.stderr.split()))
+        why = m.group(1) if m else (r.stderr.strip().splitlines() or ["no message"])[-1]
+        raise ValueError(f"INVENTORY '{path}': Ansible cannot read it: {why[:300]}")
+    hosts = (json.loads(r.stdout).get("_meta") or {}).get("hostvars") or {}
+    if not hosts:
+        raise ValueError(f"INVENTORY '{path}' names no host")
+    return hosts
+
+
+def check_hosts(hosts, root):
+    """ValueError for a host the play must not touch: a local one whose
+    kit_dir is the controller's checkout (or holds it)."""
+    for name, v in hosts.items():
+        if not all(c.isalnum() or c in "-_." for c in name):
+            raise ValueError(f"host '{name}': a fleet folder is named after each host: want "
+                             "letters, digits, '-', '_' or '.'")
+        d = v.get("kit_dir")
+        if d is not None and (not isinstance(d, str) or not os.path.isabs(d)):
+            raise ValueError(f"host '{name}': kit_dir '{d}' is not allowed: want an absolute "
+                             "path")
+        if v.get("ansible_connection") == "local":
+            d = os.path.normpath(d or os.path.join(root, name))
+            if os.path.commonpath([d, ROOT]) in (d, ROOT):
+                raise ValueError(f"host '{name}': kit_dir '{d}' is this checkout or above it; "
+                                 "the play would unpack over it")
+
+
+def kit_files():
+    """The kit's files as the controller has them, relative to ROOT: git's
+    tracked files and those it does not ignore; outside a git checkout
+    (a copy), every file but build/, results/ and .git."""
+    r = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "-c", "-o", "--exclude-standard"],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
+    if r.returncode == 0:
+        return r.stdout.decode().split("\0")
+    files = []
+    for d, dirs, names in os.walk(ROOT):
+        if d == ROOT:
+            dirs[:] = [x for x in dirs if x not in ("build", "results", ".git")]
+        files += [os.path.relpath(os.path.join(d, n), ROOT) for n in names]
+    return files
+
+
+def pack_kit(dst):
+    """The kit's files (kit_files) in the tarball DST."""
+    files = kit_files()
+    with tarfile.open(dst, "w:gz") as t:
+        for f in files:
+            if f and os.path.isfile(os.path.join(ROOT, f)):
+                t.add(os.path.join(ROOT, f), arcname=f)
+
+
+def outcomes(report, hosts):
+    """{host: {"status", "reason"}} from ansible-playbook's json callback REPORT."""
+    out = {h: {"status": "ok", "reason": ""} for h in hosts}
+    for play in report.get("plays", []):
+        for task in play.get("tasks", []):
+            for h, res in (task.get("hosts") or {}).items():
+                if h not in out or out[h]["status"] != "ok":
+                    continue  # its first failure is its reason
+                if res.get("unreachable"):
+                    out[h] = {"status": "unreachable", "reason": one_line(res.get("msg"))}
+                elif res.get("failed") and not res.get("ignore_errors"):
+                    why = res.get("msg") or res.get("stderr") or "failed"
+                    out[h] = {"status": "failed", "reason": f"{task['task']['name']}: "
+                              + one_line(why)}
+    for h, s in (report.get("stats") or {}).items():  # a host the tasks never reported
+        if h in out and out[h]["status"] == "ok" and (s.get("unreachable") or s.get("failures")):
+            out[h] = {"status": "unreachable" if s.get("unreachable") else "failed",
+                      "reason": "Ansible counted it so, with no message"}
+    return out
+
+
+def one_line(text):
+    text = str(text or "").strip()
+    return " ".join(text.split())[:400] or "no message"
+
+
+def unpack(fleet, name):
+    """HOST's fetched pack into the fleet folder's HOST/ (its results
+    folder's files); its size in bytes, or None where none came back."""
+    pack = os.path.join(fleet, f"{name}.tgz")
+    if not os.path.exists(pack):
+        return None
+    size = os.path.getsize(pack)
+    with tempfile.TemporaryDirectory(dir=fleet) as tmp:
+        with tarfile.open(pack) as t:  # a host's pack: plain files and folders under one
+            safe = [m for m in t.getmembers() if (m.isfile() or m.isdir())
+                    and not os.path.isabs(m.name) and ".." not in m.name.split("/")]
+            t.extractall(tmp, members=safe)
+        inner = [d for d in os.listdir(tmp) if os.path.isdir(os.path.join(tmp, d))]
+        if len(inner) == 1:
+            os.replace(os.path.join(tmp, inner[0]), os.path.join(fleet, name))
+    os.unlink(pack)
+    return size if os.path.isdir(os.path.join(fleet, name)) else None
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.vars:
+        print("\n".join(params.defaults(PARAMS)))
+        return 0
+    words = knobs()  # the runner's variables, checked before anything is sent
+    host.install("fleet", sorted({pkg for cmd, pkg in NEEDS.items() if not shutil.which(cmd)}),
+                 args.no_install)
+    missing = [cmd for cmd in NEEDS if not shutil.which(cmd)]
+    if missing:
+        say(f"fleet: {missing[0]} not found (Debian package {NEEDS[missing[0]]})")
+        return 2
+    try:
+        hosts = inventory(args.inventory)
+        check_hosts(hosts, args.fleet_root)
+    except ValueError as e:
+        say(f"fleet: {e}")
+        return 2
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    fleet = os.path.join(args.results, f"{stamp}-fleet")
+    os.makedirs(fleet)
+    local = [h for h, v in hosts.items() if v.get("ansible_connection") == "local"]
+    say(f"fleet: {len(hosts)} hosts ({', '.join(hosts)}); make run {' '.join(words)}"
+        + ("; those on this machine one at a time" if len(local) > 1 else ""))
+    with tempfile.TemporaryDirectory(prefix="kit-fleet-") as tmp:
+        tarball = os.path.join(tmp, "kit.tar.gz")
+        pack_kit(tarball)
+        extra = os.path.join(tmp, "vars.json")
+        host.write_json(extra, {"kit_tarball": tarball, "kit_vars": words,
+                                "fleet_root": args.fleet_root, "fleet_dir": fleet})
+        t0 = time.monotonic()
+        # In a process group of its own: stopped (Ctrl-C, SIGTERM, its
+        # limit), the group gets SIGTERM (each local make run cleans up as
+        # it does at a terminal), then SIGKILL after host.STOP_GRACE_S.
+        with host.stoppable():
+            try:
+                code, out = host.run(
+                    ["ansible-playbook", "-i", args.inventory, "-e", f"@{extra}",
+                     "--forks", str(1 if len(local) > 1 else min(len(hosts), MAX_FORKS)),
+                     PLAYBOOK],
+                    timeout=PLAYBOOK_S, group=True, stderr=False,
+                    env=dict(os.environ, ANSIBLE_STDOUT_CALLBACK="json",
+                             ANSIBLE_HOST_KEY_CHECKING="False",
+                             ANSIBLE_RETRY_FILES_ENABLED="False"))
+            except KeyboardInterrupt:
+                say(f"fleet: interrupted; what came back is in {os.path.relpath(fleet, ROOT)}/")
+                return 130
+            except host.Timeout:
+                say(f"fleet: the play did not finish in {PLAYBOOK_S} s and was stopped")
+                return 1
+        seconds = time.monotonic() - t0
+    try:
+        report = json.loads(out[out.index("{"):])
+    except ValueError:
+        say(f"fleet: ansible-playbook exited with status {code} and no report: "
+            + one_line(out[-400:]))
+        return 1
+    got = outcomes(report, hosts)
+    for name in hosts:
+        got[name]["bytes"] = unpack(fleet, name)
+        if got[name]["status"] == "ok" and got[name]["bytes"] is None:
+            got[name] = {"status": "failed", "reason": "no results folder came back",
+                         "bytes": None}
+    host.write_json(os.path.join(fleet, FLEET_JSON), {
+        "inventory": os.path.abspath(args.inventory), "make_vars": words,
+        "fleet_root": args.fleet_root, "seconds": round(seconds, 1), "hosts": got})
+    for name, g in got.items():
+        say(f"fleet: {name}: {g['status']}" + (f": {g['reason']}" if g["reason"] else "")
+            + (f" ({g['bytes']:,} bytes back)" if g.get("bytes") else ""))
+    subprocess.run([sys.executable, os.path.join(HERE, "report.py"), fleet])
+    say(f"fleet: {sum(g['status'] == 'ok' for g in got.values())} of {len(got)} hosts ran, "
+        f"in {seconds:.0f} s; results in {os.path.relpath(fleet, ROOT)}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""fleet.py: a fleet folder's summary.md (make fleet: results/<stamp>-fleet/,
+a results folder per host and fleet.json): a line per host (its status and
+why, CPU, kernel, unit, bytes back), then one table, per configuration and
+thread count, of each host's cost per event with its 95% interval against
+its own baseline, the uprobe path its kernel took, and the ratio to the
+reference host (the first that ran, or REFERENCE) where both count in the
+same unit and both intervals lie above 0: host ns and guest instructions are never in one column.
+
+Nothing to run: scripts/report.py writes it for a fleet folder.
+"""
+import json
+import os
+
+import configs
+import workloads
+from record import BadInput, DEFAULT_UNIT, load
+from render.formats import f_overhead, f_x, table
+from render.summary import per_event
+from stats import analyse
+
+FLEET_JSON = "fleet.json"  # scripts/fleet.py writes it (its one reader is here)
+
+
+def is_fleet(folder):
+    return os.path.isfile(os.path.join(folder, FLEET_JSON))
+
+
+def hosts(folder):
+    """[(host, its fleet.json entry, (analysis, meta) or None)] in the
+    inventory's order."""
+    with open(os.path.join(folder, FLEET_JSON)) as f:
+        fleet = json.load(f)
+    out = []
+    for name, g in (fleet.get("hosts") or {}).items():
+        got = None
+        d = os.path.join(folder, name)
+        if os.path.isdir(d):
+            try:
+                rows, meta, _ = load(d)
+                got = (analyse([r for r in rows if (r["rep"] or 0) >= 1], meta), meta)
+            except (BadInput, OSError, ValueError):
+                got = None
+        out.append((name, g, got))
+    return fleet, out
+
+
+def cost(c):
+    """A cell's overhead per event (a real program's: over its events)."""
+    cfg = configs.BY_NAME.get(c["config"])
+    if not c.get("overhead"):
+        return None
+    return per_event(c, workloads.get(cfg.workload)) if cfg and cfg.workload else c["overhead"]
+
+
+def above_zero(o):
+    """A cost whose 95% interval lies above 0: one a ratio means something
+    of (an idle marker's 0.01 ns against -0.5 ns is noise over noise)."""
+    return bool(o and o.get("lo_ns") is not None and o["lo_ns"] > 0)
+
+
+def summary(folder, reference=None):
+    """summary.md's text for the fleet FOLDER."""
+    fleet, got = hosts(folder)
+    ran = [(n, a, m) for n, g, x in got if x for a, m in [x]]
+    ref = reference or (ran[0][0] if ran else None)
+    lines = [f"# Fleet: {os.path.basename(os.path.normpath(folder))}", "",
+             f"`make run {' '.join(fleet.get('make_vars') or [])}` on "
+             f"{len(got)} hosts of {os.path.basename(fleet.get('inventory') or '?')}, "
+             f"{fleet.get('seconds', 0):.0f} s in all; each figure against its own host's "
+             "baseline.", ""]
+    rows = []
+    for name, g, x in got:
+        meta = x[1] if x else {}
+        rows.append([name, g.get("status", "?"), meta.get("cpu_model", "-"),
+                     meta.get("kernel", "-"), meta.get("unit", "-") if x else "-",
+                     f"{g['bytes']:,}" if g.get("bytes") else "-", g.get("reason") or ""])
+    lines += [table(["host", "status", "CPU", "kernel", "unit", "bytes back", "why"], rows), ""]
+    if not ran:
+        return "\n".join(lines + ["No host ran.", ""])
+    by = {n: {(c["config"], c["threads"]): c for c in a["cells"]} for n, a, _ in ran}
+    unit = {n: m.get("unit") or DEFAULT_UNIT for n, _, m in ran}
+    keys = []
+    for n, a, _ in ran:
+        keys += [k for k in by[n] if k not in keys and not configs.is_baseline(k[0])]
+    rank = {c.name: i for i, c in enumerate(configs.CONFIGS)}
+    keys.sort(key=lambda k: (rank.get(k[0], len(rank)), k[1]))
+    table_rows = []
+    for config, threads in keys:
+        r = by.get(ref, {}).get((config, threads))
+        for n, _, _ in ran:
+            c = by[n].get((config, threads))
+            if not c:
+                continue
+            o, ro = cost(c), cost(r) if r else None
+            ratio = (o["mean_ns"] / ro["mean_ns"] if n != ref and above_zero(o)
+                     and above_zero(ro) and unit[n] == unit[ref] else None)
+            table_rows.append([config, str(threads), n, f_overhead(o), unit[n],
+                               c.get("path") or "-", (f_x(ratio) + "x") if ratio else
+                               ("reference" if n == ref and o else "-")])
+    lines += [f"Per event over each host's own baseline (mean [95% interval]); x {ref}: the "
+              f"ratio of means to the reference host, {ref}, where both count in one unit and "
+              "both intervals lie above 0.", "",
+              table(["configuration", "threads", "host", "per event [95%]", "unit",
+                     "uprobe path", f"x {ref}"], table_rows), ""]
+    return "\n".join(lines)
+
+
+def write(folder, reference=None):
+    """Writes FOLDER's summary.md and returns its text."""
+    text = summary(folder, reference)
+    with open(os.path.join(folder, "summary.md"), "w") as f:
+        f.write(text)
+    return text

@@ -1,0 +1,133 @@
+"""make fleet (scripts/fleet.py, fleet/playbook.yml) for real, through
+Debian's Ansible: the shipped example inventory (two hosts on this machine
+by the local connection, each its own checkout, and one on the loopback
+address at a port nothing listens on) runs a QUICK fleet; both folders come
+back, the merged table has both, the third host is one row saying why, and
+nothing is left on a host but its kit's folder.  A bad knob or inventory is
+refused before anything runs anywhere."""
+import csv
+import glob
+import json
+import os
+import re
+import shutil
+import socket
+import sys
+import tempfile
+import unittest
+
+from kit_test import ROOT, SCRIPTS, StateTest, descendants, need_root, run, unavailable
+from render import fleet as render_fleet
+from render.formats import f_x
+
+FLEET_PY = os.path.join(SCRIPTS, "fleet.py")
+EXAMPLE = os.path.join(ROOT, "fleet", "inventory.example.yml")
+NOWHERE_PORT = 1  # the example's unreachable host: 127.0.0.1, this port
+
+
+def need_ansible(tc):
+    if not shutil.which("ansible-playbook"):
+        unavailable(tc, "ansible-playbook not found (Debian package ansible-core)")
+
+
+def fleet(env, results, timeout=1800):
+    return run([sys.executable, FLEET_PY, "--results", results, "--no-install", "1"],
+               env=dict(os.environ, **env), timeout=timeout)
+
+
+class Refused(unittest.TestCase):
+    """Bad input stops the fleet before anything is sent: exit 2, the
+    variable named, no fleet folder, no host's folder."""
+
+    def check(self, env, want):
+        need_ansible(self)
+        with tempfile.TemporaryDirectory() as res, tempfile.TemporaryDirectory() as top:
+            root = os.path.join(top, "hosts")
+            r = fleet(dict({"INVENTORY": EXAMPLE, "FLEET_ROOT": root}, **env), res)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertRegex(r.stderr, want)
+            self.assertEqual(os.listdir(res), [])
+            self.assertFalse(os.path.exists(root))
+
+    def test_a_bad_knob(self):
+        self.check({"THREADS": "0"}, r"THREADS '0' is not allowed")
+
+    def test_an_inventory_ansible_cannot_read(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
+            f.write("all: [\n")
+            f.flush()
+            self.check({"INVENTORY": f.name}, r"INVENTORY '.*': Ansible cannot read it: "
+                       r"Failed to parse")
+
+    def test_an_inventory_with_no_host(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
+            f.write("all:\n  hosts: {}\n")
+            f.flush()
+            self.check({"INVENTORY": f.name}, r"names no host")
+
+    def test_a_local_host_over_the_checkout(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
+            f.write(f"all:\n  hosts:\n    here:\n      ansible_connection: local\n"
+                    f"      kit_dir: {ROOT}\n")
+            f.flush()
+            self.check({"INVENTORY": f.name}, r"host 'here': kit_dir .* is this checkout")
+
+    def test_no_inventory(self):
+        self.check({"INVENTORY": "/nonexistent/hosts.yml"}, r"INVENTORY '/nonexistent/"
+                   r"hosts.yml' is not allowed: want an inventory file that exists")
+
+
+class Quick(StateTest):
+    def test_the_example_inventory(self):
+        need_root(self)
+        need_ansible(self)
+        with socket.socket() as s:  # the unreachable host must be unreachable
+            s.settimeout(2)
+            if s.connect_ex(("127.0.0.1", NOWHERE_PORT)) == 0:
+                self.skipTest(f"something listens on 127.0.0.1:{NOWHERE_PORT} here")
+        with tempfile.TemporaryDirectory() as res, tempfile.TemporaryDirectory() as top:
+            root = os.path.join(top, "hosts")
+            r = fleet({"INVENTORY": EXAMPLE, "FLEET_ROOT": root, "QUICK": "1", "RUNS": "3",
+                       "CONFIGS": "baseline,ftrace-sdt"}, res)
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+            self.assertEqual(descendants(os.getpid()), {})
+            tops = glob.glob(os.path.join(res, "*-fleet"))
+            self.assertEqual(len(tops), 1, os.listdir(res))
+            with open(os.path.join(tops[0], "fleet.json")) as f:
+                got = json.load(f)
+            self.assertEqual(got["make_vars"], ["RUNS=3", "CONFIGS=baseline,ftrace-sdt",
+                                                "QUICK=1"])
+            hosts = got["hosts"]
+            self.assertEqual(list(hosts), ["local-a", "local-b", "nowhere"])
+            for h in ("local-a", "local-b"):
+                self.assertEqual(hosts[h]["status"], "ok", hosts[h])
+                with open(os.path.join(tops[0], h, "runs.csv"), newline="") as f:
+                    rows = list(csv.DictReader(f))
+                self.assertEqual(sorted({(x["config"], x["threads"]) for x in rows}),
+                                 [("baseline", "1"), ("baseline", "2"),
+                                  ("ftrace-sdt", "1"), ("ftrace-sdt", "2")])
+                self.assertEqual({x["status"] for x in rows}, {"ok"})
+                # on the host: its kit's folder, nothing of the fleet's beside it
+                self.assertEqual(sorted(os.listdir(root)), ["local-a", "local-b"])
+                self.assertFalse(os.path.exists(os.path.join(root, h, "fleet-results.tgz")))
+                self.assertTrue(os.path.isfile(os.path.join(root, h, "Makefile")))
+            self.assertEqual(hosts["nowhere"]["status"], "unreachable")
+            self.assertIn(f"port {NOWHERE_PORT}", hosts["nowhere"]["reason"])
+            with open(os.path.join(tops[0], "summary.md")) as f:
+                md = f.read()
+            self.assertRegex(md, r"\| nowhere +\| unreachable +\|.*port 1: Connection refused")
+            for h in ("local-a", "local-b"):
+                self.assertRegex(md, rf"\| ftrace-sdt +\| 1 +\| {h} +\| [0-9,.]+ ")
+            # the ratio to local-a, where both intervals lie above 0
+            _, got_hosts = render_fleet.hosts(tops[0])
+            o = {n: x[0] for n, _, x in got_hosts if x}
+            c = {n: next(c for c in a["cells"] if (c["config"], c["threads"]) == ("ftrace-sdt", 1))
+                 for n, a in o.items()}
+            ratio = (f_x(c["local-b"]["overhead"]["mean_ns"] / c["local-a"]["overhead"]["mean_ns"])
+                     + "x" if all(c[n]["overhead"]["lo_ns"] > 0 for n in c) else "-")
+            self.assertRegex(md, r"\| ftrace-sdt +\| 1 +\| local-b +\|.*\| "
+                             + re.escape(ratio) + r" +\|")
+
+
+if __name__ == "__main__":
+    unittest.main()
