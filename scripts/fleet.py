@@ -241,25 +241,33 @@ def main(argv=None):
         host.write_json(extra, {"kit_tarball": tarball, "kit_vars": words,
                                 "fleet_root": args.fleet_root, "fleet_dir": fleet})
         t0 = time.monotonic()
-        # In a process group of its own: stopped (Ctrl-C, SIGTERM, its
-        # limit), the group gets SIGTERM (each local make run cleans up as
-        # it does at a terminal), then SIGKILL after host.STOP_GRACE_S.
+        # Stopped (Ctrl-C, SIGTERM, its limit), the play and every process
+        # below it get SIGTERM, and the fleet waits until each is gone: each
+        # local make run cleans up as it does at a terminal, after
+        # ansible-playbook has exited; SIGKILL after host.STOP_GRACE_S
+        # (host.stop_tree).
         with host.stoppable():
+            p = subprocess.Popen(
+                ["ansible-playbook", "-i", args.inventory, "-e", f"@{extra}",
+                 "--forks", str(1 if len(local) > 1 else min(len(hosts), MAX_FORKS)),
+                 PLAYBOOK], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                errors="replace", start_new_session=True, preexec_fn=host.default_signals,
+                env=dict(os.environ, ANSIBLE_STDOUT_CALLBACK="json",
+                         ANSIBLE_HOST_KEY_CHECKING="False", ANSIBLE_RETRY_FILES_ENABLED="False"))
             try:
-                code, out = host.run(
-                    ["ansible-playbook", "-i", args.inventory, "-e", f"@{extra}",
-                     "--forks", str(1 if len(local) > 1 else min(len(hosts), MAX_FORKS)),
-                     PLAYBOOK],
-                    timeout=PLAYBOOK_S, group=True, stderr=False,
-                    env=dict(os.environ, ANSIBLE_STDOUT_CALLBACK="json",
-                             ANSIBLE_HOST_KEY_CHECKING="False",
-                             ANSIBLE_RETRY_FILES_ENABLED="False"))
+                out, _ = p.communicate(timeout=PLAYBOOK_S)
+                code = p.returncode
             except KeyboardInterrupt:
+                host.stop_tree(p)
                 say(f"fleet: interrupted; what came back is in {os.path.relpath(fleet, ROOT)}/")
                 return 130
-            except host.Timeout:
+            except subprocess.TimeoutExpired:
+                host.stop_tree(p)
                 say(f"fleet: the play did not finish in {PLAYBOOK_S} s and was stopped")
                 return 1
+            except BaseException:
+                host.stop_tree(p)
+                raise
         seconds = time.monotonic() - t0
     try:
         report = json.loads(out[out.index("{"):])

@@ -333,6 +333,46 @@ def live(comm=None):
     return out
 
 
+def below(root):
+    """The live pids below process ROOT (its children, theirs, ...), by
+    their parent links, whatever their session."""
+    kids = {}
+    for pid, fields in live():
+        kids.setdefault(int(fields[1]), []).append(pid)
+    out, todo = [], [root]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def stop_tree(p, grace=STOP_GRACE_S):
+    """SIGTERM to P (a Popen) and every process below it, and a wait until
+    each is gone (a tool that exits at once leaves a make run below it
+    still undoing what it attached), then SIGKILL to what is left of them,
+    and of what they started since, after GRACE seconds; P reaped."""
+    tree = below(p.pid)
+    for pid in [p.pid] + tree:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+    def gone():
+        p.poll()
+        return p.returncode is not None and not any(proc_stat(x) and proc_stat(x)[1][0] != "Z"
+                                                     for x in tree)
+    if not wait_for(gone, grace):
+        left = [x for x in tree if proc_stat(x)]
+        for pid in left + [c for x in left for c in below(x)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    p.wait()
+
+
 def kill_all(which, seconds=10):
     """SIGKILL to every live process WHICH(pid, fields) picks (by what the
     kit knows of it: its session, its working directory; never its name),

@@ -11,12 +11,15 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import unittest
 
-from kit_test import ROOT, SCRIPTS, StateTest, descendants, need_root, run, unavailable
+from kit_test import (ROOT, SCRIPTS, StateTest, descendants, need_root, run, unavailable,
+                      wait_for)
 from render import fleet as render_fleet
 from render.formats import f_x
 
@@ -127,6 +130,37 @@ class Quick(StateTest):
                      + "x" if all(c[n]["overhead"]["lo_ns"] > 0 for n in c) else "-")
             self.assertRegex(md, r"\| ftrace-sdt +\| 1 +\| local-b +\|.*\| "
                              + re.escape(ratio) + r" +\|")
+
+
+    def test_ctrl_c_mid_run(self):
+        """Ctrl-C (SIGINT) to make fleet while a local host's make run is
+        measuring: exit 130, every process below it gone (the play's group
+        stopped with SIGTERM, so make run undid what it attached), the
+        tracing state as it was (tearDown), what came back kept."""
+        need_root(self)
+        need_ansible(self)
+        with tempfile.TemporaryDirectory() as res, tempfile.TemporaryDirectory() as top:
+            root = os.path.join(top, "hosts")
+            p = subprocess.Popen([sys.executable, FLEET_PY, "--results", res, "--no-install",
+                                  "1"], cwd=ROOT, start_new_session=True, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 env=dict(os.environ, INVENTORY=EXAMPLE, FLEET_ROOT=root,
+                                          CONFIGS="baseline,ftrace-sdt", ITER="20000000",
+                                          RUNS="3", MAX_RUN_S="0"))
+            try:
+                measuring = os.path.join(root, "local-a", "results", "latest")
+                self.assertTrue(wait_for(lambda: os.path.islink(measuring), 600),
+                                "local-a's make run never started measuring")
+                os.kill(p.pid, signal.SIGINT)
+                out, _ = p.communicate(timeout=300)
+            finally:
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+            self.assertEqual(p.returncode, 130, out[-3000:])
+            self.assertIn("fleet: interrupted", out)
+            self.assertEqual(descendants(os.getpid()), {})  # (orphans come to the suite)
+            self.assertEqual(len(glob.glob(os.path.join(res, "*-fleet"))), 1)
 
 
 if __name__ == "__main__":
