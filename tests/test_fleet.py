@@ -121,6 +121,9 @@ class Quick(StateTest):
             self.assertRegex(md, r"\| nowhere +\| unreachable +\|.*port 1: Connection refused")
             for h in ("local-a", "local-b"):
                 self.assertRegex(md, rf"\| ftrace-sdt +\| 1 +\| {h} +\| [0-9,.]+ ")
+            # the plot: each tracer's cheapest configuration, both hosts
+            self.assertIn("Plots: fleet_cost_ns.png", md)
+            self.assertTrue(os.path.isfile(os.path.join(tops[0], "fleet_cost_ns.png")))
             # the ratio to local-a, where both intervals lie above 0
             _, got_hosts = render_fleet.hosts(tops[0])
             o = {n: x[0] for n, _, x in got_hosts if x}

@@ -15,6 +15,8 @@ import configs
 import workloads
 from record import BadInput, DEFAULT_UNIT, load
 from render.formats import f_overhead, f_x, table
+from render import plots
+from render import summary as answers
 from render.summary import per_event
 from stats import analyse
 
@@ -97,6 +99,11 @@ def summary(folder, reference=None):
             table_rows.append([config, str(threads), n, f_overhead(o), unit[n],
                                c.get("path") or "-", (f_x(ratio) + "x") if ratio else
                                ("reference" if n == ref and o else "-")])
+    made = plots.plot_fleet(folder, by, unit, answers.cheapest(
+        next(a for n, a, _ in ran if n == ref))[0])
+    lines += [f"Plots: {', '.join(os.path.basename(m) for m in made)} (each tracer's "
+              f"cheapest configuration on {ref}, at 1 thread, every host beside it)."
+              if made else "", ""] if made else []
     lines += [f"Per event over each host's own baseline (mean [95% interval]); x {ref}: the "
               f"ratio of means to the reference host, {ref}, where both count in one unit and "
               "both intervals lie above 0.", "",

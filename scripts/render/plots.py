@@ -391,6 +391,49 @@ def plot_paced(plt, p, folder):
     return save(fig, folder, "paced_cpu.png")
 
 
+def plot_fleet(folder, by_host, units, cheapest):
+    """fleet_cost_<unit>.png: each tracer's cheapest configuration at 1
+    thread (CHEAPEST: [(tracer, config)]), a bar per host with its 95%
+    interval (BY_HOST: {host: {(config, threads): cell}}), one plot per
+    unit (UNITS: {host: unit}): ns and instructions never share axes.  The
+    paths drawn ([] without matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    made = []
+    for unit in sorted(set(units.values())):
+        hosts = [h for h in by_host if units[h] == unit]
+        rows = [(t, c) for t, c in cheapest if any(by_host[h].get((c, 1)) for h in hosts)]
+        if not rows:
+            continue
+        fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(rows) * len(hosts) / 2 + 3), 4.5))
+        width = 0.8 / len(hosts)
+        for k, h in enumerate(hosts):
+            xs, ys, err = [], [], [[], []]
+            for i, (_, c) in enumerate(rows):
+                o = (by_host[h].get((c, 1)) or {}).get("overhead")
+                if not o:
+                    continue
+                xs.append(i + (k - (len(hosts) - 1) / 2) * width)
+                ys.append(o["mean_ns"])
+                lo, hi = o.get("lo_ns"), o.get("hi_ns")
+                err[0].append(o["mean_ns"] - lo if lo is not None else 0)
+                err[1].append(hi - o["mean_ns"] if hi is not None else 0)
+            ax.bar(xs, ys, width, yerr=err, capsize=3, label=h)
+        ax.set_xticks(range(len(rows)))
+        ax.set_xticklabels([f"{t}\n{c}" for t, c in rows], fontsize=8)
+        ax.set_ylabel(f"overhead per event [{unit}], 1 thread")
+        ax.set_title("each tracer's cheapest configuration, by host (95% intervals where a "
+                     "cell has one)")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        made.append(save(fig, folder, f"fleet_cost_{unit}.png"))
+    return made
+
+
 def save(fig, folder, name):
     import matplotlib.pyplot as plt
     path = os.path.join(folder, name)

@@ -116,6 +116,24 @@ def real_lines(a):
     return lines
 
 
+def cheapest(a):
+    """([(tracer, config)], [tracer]): per tracer (the kit's own target's
+    rows) its cheapest quotable configuration at 1 thread on a site not
+    found unsafe here, and the tracers that have none."""
+    bad = unsafe_sites(a)
+    best, none = [], []
+    for tracer in dict.fromkeys(c["tracer"] for c in a["cells"]
+                                if c["tracer"] not in ("none", "") and not real(c["config"])):
+        ok = [c for c in a["cells"] if c["tracer"] == tracer and c["threads"] == 1
+              and quotable(c) and kernel.site_name(c["build"]) not in bad
+              and not real(c["config"])]
+        if ok:
+            best.append((tracer, min(ok, key=lambda c: c["overhead"]["mean_ns"])["config"]))
+        else:
+            none.append(tracer)
+    return best, none
+
+
 def cost_rows(a):
     """(head, [row], [words]): per tracer its cheapest quotable
     configuration at 1 thread on a site not found unsafe here, then
@@ -124,18 +142,9 @@ def cost_rows(a):
     by = {(c["config"], c["threads"]): c for c in a["cells"]}
     bad = unsafe_sites(a)
     top = max([c["threads"] for c in a["cells"]] or [1])
-    picks, none = [], []
-    if (IDLE, 1) in by:
-        picks.append(IDLE)
-    for tracer in dict.fromkeys(c["tracer"] for c in a["cells"]
-                                if c["tracer"] not in ("none", "") and not real(c["config"])):
-        ok = [c for c in a["cells"] if c["tracer"] == tracer and c["threads"] == 1
-              and quotable(c) and kernel.site_name(c["build"]) not in bad
-              and not real(c["config"])]
-        if ok:
-            picks.append(min(ok, key=lambda c: c["overhead"]["mean_ns"])["config"])
-        elif tracer != "stap":  # SystemTap's rows follow in any case
-            none.append(tracer)
+    best, none = cheapest(a)
+    picks = ([IDLE] if (IDLE, 1) in by else []) + [c for _, c in best]
+    none = [t for t in none if t != "stap"]  # SystemTap's rows follow in any case
     picks += [n for n in Y2011_CONFIGS if n not in picks
               and any(c["config"] == n for c in a["cells"])]
     rows, words = [], []
