@@ -42,6 +42,31 @@ MMDEBSTRAP_S = 1800
 QUICK_CONFIGS = ["baseline", "stap-mark", "stap-mark-alibi"]  # the baseline: overheads
 
 
+def put_kit(rootfs, suite_dir):
+    """The repository, with its builds, at /kit in the root file system
+    ROOTFS (make lab's guests; scripts/lava.py's image)."""
+    dst = os.path.join(rootfs, GUEST_KIT.lstrip("/"))
+    shutil.rmtree(dst, ignore_errors=True)
+    # Not the host's timings.json: a guest sizes its runs by its own
+    # (one file per unit, kept in build/lab/SUITE/ between labs).
+    skip = shutil.ignore_patterns("lab", "results", ".git", "kit-scratch-*",
+                                  "stap-kernel", "perf-buildid", "*.pyc", "timings.json")
+    shutil.copytree(ROOT, dst, ignore=skip, symlinks=True)
+    os.makedirs(os.path.join(dst, "results"), exist_ok=True)
+    for t in glob.glob(os.path.join(suite_dir, TIMINGS.format("*"))):
+        shutil.copy(t, os.path.join(dst, "results"))
+    os.makedirs(os.path.join(dst, "build", "lab-modules"), exist_ok=True)  # maybe none
+    return dst
+
+
+def make_image(rootfs, img, log):
+    """An ext4 image IMG of ROOTFS, IMAGE_MB large (mkfs.ext4 -d: no loop
+    device, no mount)."""
+    with open(img, "wb") as f:
+        f.truncate(IMAGE_MB * 2 ** 20)
+    sh(["mkfs.ext4", "-q", "-F", "-d", rootfs, img], log)
+
+
 def packages():
     """What a guest's root file system holds: its own base, every tracer
     back-end's programs (each back-end's `needs`) and the runtime of every
@@ -164,19 +189,7 @@ class Suite:
                 os.path.join(self.rootfs, "boot", f"initrd.img-{rel}"))
 
     def put_kit(self):
-        """The repository, with its builds, at /kit in the root file system."""
-        dst = os.path.join(self.rootfs, GUEST_KIT.lstrip("/"))
-        shutil.rmtree(dst, ignore_errors=True)
-        # Not the host's timings.json: a guest sizes its runs by its own
-        # (one file per unit, kept in build/lab/SUITE/ between labs).
-        skip = shutil.ignore_patterns("lab", "results", ".git", "kit-scratch-*",
-                                      "stap-kernel", "perf-buildid", "*.pyc", "timings.json")
-        shutil.copytree(ROOT, dst, ignore=skip, symlinks=True)
-        os.makedirs(os.path.join(dst, "results"), exist_ok=True)
-        for t in glob.glob(os.path.join(self.dir, TIMINGS.format("*"))):
-            shutil.copy(t, os.path.join(dst, "results"))
-        os.makedirs(os.path.join(dst, "build", "lab-modules"), exist_ok=True)  # maybe none
-        return dst
+        return put_kit(self.rootfs, self.dir)
 
     # the guests' images, one each: the first made from the root file
     # system, the others copies of it (sparse)
@@ -184,12 +197,9 @@ class Suite:
         for g in guests:
             if os.path.exists(g.img):
                 os.unlink(g.img)
-        first = guests[0].img
-        with open(first, "wb") as f:
-            f.truncate(IMAGE_MB * 2 ** 20)
-        sh(["mkfs.ext4", "-q", "-F", "-d", self.rootfs, first], self.log)
+        make_image(self.rootfs, guests[0].img, self.log)
         for g in guests[1:]:
-            sh(["cp", "--sparse=always", first, g.img], self.log)
+            sh(["cp", "--sparse=always", guests[0].img, g.img], self.log)
 
     def fetch(self, img, replay=False):
         """The guest's results folder, out of the image (debugfs: no mount).
