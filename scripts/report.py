@@ -8,6 +8,8 @@ render/ wing: the answers first (render/summary.py), then the detail
     python3 scripts/report.py results/A results/B   # side by side, B against A
     python3 scripts/report.py results/A --guest results/B-lab/sid  # a guest's 2011 column
     python3 scripts/report.py results/B-lab         # a lab: each suite, and summary.md
+    python3 scripts/report.py results/C-fleet       # a fleet: every host, one table (summary.md)
+    python3 scripts/report.py results/C-fleet --reference HOST   # the others against HOST
     make report RESULTS='results/A results/B'
 
 Reads each folder's runs.csv and meta.json (written by scripts/run.py)
@@ -203,6 +205,14 @@ def main(argv):
             return 2
         lab = folders.pop(i + 1)
         folders.pop(i)
+    reference = None  # make fleet's folders: the host the others are set against
+    if "--reference" in folders:
+        i = folders.index("--reference")
+        if i + 1 == len(folders):
+            print("report: --reference wants a host of the fleet folder", file=sys.stderr)
+            return 2
+        reference = folders.pop(i + 1)
+        folders.pop(i)
     folders = folders or [os.path.join(host.ROOT, "results", "latest")]
     guest = guest_for(lab) if lab else None
     if lab and not guest:
@@ -214,7 +224,11 @@ def main(argv):
             labs += 1
             continue
         if fleet.is_fleet(folder):  # make fleet's: a folder per host, one table
-            print(fleet.write(folder))
+            try:
+                print(fleet.write(folder, reference))
+            except ValueError as e:
+                print(f"report: {e}", file=sys.stderr)
+                status = 2
             labs += 1
             continue
         got = one(folder, guest)

@@ -80,6 +80,43 @@ class Refused(unittest.TestCase):
                    r"hosts.yml' is not allowed: want an inventory file that exists")
 
 
+class Table(unittest.TestCase):
+    """The fleet's table, worked by hand: two hosts' folders, each a
+    baseline of 100 and 110 ns a call.  Host a's ftrace-sdt runs 600 and
+    640: paired differences 500 and 530, mean 515, sd 21.21, t(1) 12.706,
+    so [324.4, 705.6]; host b's 1,100 and 1,150: 1,000 and 1,040, mean
+    1,020.  Against a, b is 1,020 / 515 = 1.98x; against b (--reference),
+    a is 0.50x; a host that did not run cannot be the reference."""
+
+    def fleet_folder(self, top):
+        import record
+        hosts = {}
+        for name, (m1, m2) in (("a", (600000, 640000)), ("b", (1100000, 1150000))):
+            folder = record.Folder(top, name=name)
+            for rep, (b, m) in enumerate(((100000, m1), (110000, m2)), start=1):
+                base = dict(threads=1, iterations=1000, unit="ns", rep=rep, status="ok")
+                folder.write(dict(base, config="baseline", tracer="none", thread_wall_ns=b))
+                folder.write(dict(base, config="ftrace-sdt", tracer="ftrace", thread_wall_ns=m,
+                                  events_expected=1000, events_seen=1000))
+            folder.close()
+            hosts[name] = {"status": "ok", "reason": "", "bytes": 1}
+        hosts["c"] = {"status": "unreachable", "reason": "no route", "bytes": None}
+        with open(os.path.join(top, render_fleet.FLEET_JSON), "w") as f:
+            json.dump({"inventory": "x.yml", "make_vars": [], "seconds": 1, "hosts": hosts}, f)
+
+    def test_ratios(self):
+        with tempfile.TemporaryDirectory() as top:
+            self.fleet_folder(top)
+            md = render_fleet.summary(top)
+            self.assertRegex(md, r"\| ftrace-sdt +\| 1 +\| a +\| 515 \[324, 706\] +\| ns .*\| reference +\|")
+            self.assertRegex(md, r"\| ftrace-sdt +\| 1 +\| b +\| 1,020 .*\| 1\.98x +\|")
+            self.assertRegex(md, r"\| c +\| unreachable +\|.*\| no route +\|")
+            md = render_fleet.summary(top, reference="b")
+            self.assertRegex(md, r"\| ftrace-sdt +\| 1 +\| a +\| 515 .*\| 0\.50x +\|")
+            with self.assertRaisesRegex(ValueError, r"--reference 'c' is not a host that ran"):
+                render_fleet.summary(top, reference="c")
+
+
 class Quick(StateTest):
     def test_the_example_inventory(self):
         need_root(self)

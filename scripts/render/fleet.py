@@ -64,6 +64,9 @@ def summary(folder, reference=None):
     """summary.md's text for the fleet FOLDER."""
     fleet, got = hosts(folder)
     ran = [(n, a, m) for n, g, x in got if x for a, m in [x]]
+    if reference and reference not in [n for n, _, _ in ran]:
+        raise ValueError(f"--reference '{reference}' is not a host that ran here (those that "
+                         f"did: {', '.join(n for n, _, _ in ran) or 'none'})")
     ref = reference or (ran[0][0] if ran else None)
     lines = [f"# Fleet: {os.path.basename(os.path.normpath(folder))}", "",
              f"`make run {' '.join(fleet.get('make_vars') or [])}` on "
