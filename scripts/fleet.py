@@ -14,9 +14,9 @@ it with nothing run anywhere.  Then fleet/playbook.yml unpacks the kit (the
 files git tracks, and those it does not ignore) into each host's folder
 (FLEET_ROOT/HOST, or the host's kit_dir), runs `make run` there with the
 variables given, fetches its newest results folder and removes the pack.
-Hosts that share this machine (the local connection) run one at a time, so
-that one does not time another's build; remote hosts run at once, up to
-MAX_FORKS.  The
+Where two or more hosts share this machine (the local connection), the play
+runs one host at a time, so that one does not time another's build;
+otherwise hosts run at once, up to MAX_FORKS.  The
 fleet folder, results/<stamp>-fleet/, holds HOST/ (its results folder),
 HOST.log (its make run's output) and fleet.json (each host's status:
 ok, failed or unreachable, and why).  Needs ansible-core on the controller
@@ -44,7 +44,11 @@ from host import ROOT, say  # noqa: E402
 
 PLAYBOOK = os.path.join(ROOT, "fleet", "playbook.yml")
 STATUSES = ("ok", "failed", "unreachable")  # a host's, in fleet.json
-NEEDS = {"ansible-playbook": "ansible-core", "ansible-inventory": "ansible-core"}
+NEEDS = {"ansible-playbook": "ansible-core", "ansible-inventory": "ansible-core",
+         "ansible-doc": "ansible-core"}
+# The play's report, read from its standard output: ansible.posix's json
+# callback (ansible-core ships none such; Debian's `ansible` has it).
+CALLBACK, CALLBACK_PACKAGE = "ansible.posix.json", "ansible"
 # The runner's variables that name a file of this machine: each host keeps
 # its own (its timings, its modules), so they are not handed on.
 LOCAL_FILES = ("TIMINGS", "STAP_MODULES")
@@ -106,6 +110,13 @@ def knobs():
     return [f"{n}={os.environ[n]}" for n in names if n in os.environ and n not in LOCAL_FILES]
 
 
+def has_callback():
+    """Ansible has the stdout callback whose report the fleet reads."""
+    r = subprocess.run(["ansible-doc", "-t", "callback", "-l"], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True, timeout=120)
+    return any(ln.split()[:1] == [CALLBACK] for ln in r.stdout.splitlines())
+
+
 def inventory(path):
     """{host: its variables} of the inventory at PATH, as Ansible reads it;
     ValueError saying why where it cannot, or it names no host."""
@@ -126,16 +137,19 @@ def check_hosts(hosts, root):
     """ValueError for a host the play must not touch: a local one whose
     kit_dir is the controller's checkout (or holds it)."""
     for name, v in hosts.items():
-        if not all(c.isalnum() or c in "-_." for c in name):
+        if not all(c.isalnum() or c in "-_." for c in name) or name.startswith(".") \
+                or name in (FLEET_JSON, "summary.md"):
             raise ValueError(f"host '{name}': a fleet folder is named after each host: want "
-                             "letters, digits, '-', '_' or '.'")
+                             "letters, digits, '-', '_' or '.', not first, and not "
+                             f"{FLEET_JSON} or summary.md")
         d = v.get("kit_dir")
         if d is not None and (not isinstance(d, str) or not os.path.isabs(d)):
             raise ValueError(f"host '{name}': kit_dir '{d}' is not allowed: want an absolute "
                              "path")
         if v.get("ansible_connection") == "local":
-            d = os.path.normpath(d or os.path.join(root, name))
-            if os.path.commonpath([d, ROOT]) in (d, ROOT):
+            d = os.path.realpath(d or os.path.join(root, name))
+            here = os.path.realpath(ROOT)
+            if os.path.commonpath([d, here]) in (d, here):
                 raise ValueError(f"host '{name}': kit_dir '{d}' is this checkout or above it; "
                                  "the play would unpack over it")
 
@@ -156,9 +170,11 @@ def kit_files():
     return files
 
 
-def pack_kit(dst):
-    """The kit's files (kit_files) in the tarball DST."""
-    files = kit_files()
+def pack_kit(dst, leave=()):
+    """The kit's files (kit_files) in the tarball DST, but LEAVE (the
+    inventory, where it lies in the checkout: it may hold secrets)."""
+    leave = {os.path.realpath(x) for x in leave}
+    files = [f for f in kit_files() if os.path.realpath(os.path.join(ROOT, f)) not in leave]
     with tarfile.open(dst, "w:gz") as t:
         for f in files:
             if f and os.path.isfile(os.path.join(ROOT, f)):
@@ -175,7 +191,7 @@ def outcomes(report, hosts):
                     continue  # its first failure is its reason
                 if res.get("unreachable"):
                     out[h] = {"status": "unreachable", "reason": one_line(res.get("msg"))}
-                elif res.get("failed") and not res.get("ignore_errors"):
+                elif res.get("failed"):
                     why = res.get("msg") or res.get("stderr") or "failed"
                     out[h] = {"status": "failed", "reason": f"{task['task']['name']}: "
                               + one_line(why)}
@@ -199,9 +215,15 @@ def unpack(fleet, name):
         return None
     size = os.path.getsize(pack)
     with tempfile.TemporaryDirectory(dir=fleet) as tmp:
-        with tarfile.open(pack) as t:  # a host's pack: plain files and folders under one
+        # a host's pack: plain files and folders under one, the
+        # controller's own, with no set-id bit (Python 3.11.2 has no
+        # extraction filter to say so)
+        with tarfile.open(pack) as t:
             safe = [m for m in t.getmembers() if (m.isfile() or m.isdir())
                     and not os.path.isabs(m.name) and ".." not in m.name.split("/")]
+            for m in safe:
+                m.mode &= 0o777
+                m.uid, m.gid, m.uname, m.gname = os.getuid(), os.getgid(), "", ""
             t.extractall(tmp, members=safe)
         inner = [d for d in os.listdir(tmp) if os.path.isdir(os.path.join(tmp, d))]
         if len(inner) == 1:
@@ -222,6 +244,12 @@ def main(argv=None):
     if missing:
         say(f"fleet: {missing[0]} not found (Debian package {NEEDS[missing[0]]})")
         return 2
+    if not has_callback():
+        host.install("fleet", [CALLBACK_PACKAGE], args.no_install)
+        if not has_callback():
+            say(f"fleet: Ansible has no {CALLBACK} stdout callback (Debian package "
+                f"{CALLBACK_PACKAGE}: ansible-core recommends it)")
+            return 2
     try:
         hosts = inventory(args.inventory)
         check_hosts(hosts, args.fleet_root)
@@ -229,14 +257,21 @@ def main(argv=None):
         say(f"fleet: {e}")
         return 2
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    fleet = os.path.join(args.results, f"{stamp}-fleet")
-    os.makedirs(fleet)
+    fleet, n = os.path.join(args.results, f"{stamp}-fleet"), 1
+    os.makedirs(args.results, exist_ok=True)
+    while True:  # two fleets in one second: the second gets -2
+        try:
+            os.mkdir(fleet)
+            break
+        except FileExistsError:
+            n += 1
+            fleet = os.path.join(args.results, f"{stamp}-fleet-{n}")
     local = [h for h, v in hosts.items() if v.get("ansible_connection") == "local"]
     say(f"fleet: {len(hosts)} hosts ({', '.join(hosts)}); make run {' '.join(words)}"
         + ("; those on this machine one at a time" if len(local) > 1 else ""))
     with tempfile.TemporaryDirectory(prefix="kit-fleet-") as tmp:
         tarball = os.path.join(tmp, "kit.tar.gz")
-        pack_kit(tarball)
+        pack_kit(tarball, leave=[args.inventory])
         extra = os.path.join(tmp, "vars.json")
         host.write_json(extra, {"kit_tarball": tarball, "kit_vars": words,
                                 "fleet_root": args.fleet_root, "fleet_dir": fleet})
@@ -246,20 +281,27 @@ def main(argv=None):
         # local make run cleans up as it does at a terminal, after
         # ansible-playbook has exited; SIGKILL after host.STOP_GRACE_S
         # (host.stop_tree).
+        errors = open(os.path.join(tmp, "stderr"), "w+")
         with host.stoppable():
             p = subprocess.Popen(
                 ["ansible-playbook", "-i", args.inventory, "-e", f"@{extra}",
                  "--forks", str(1 if len(local) > 1 else min(len(hosts), MAX_FORKS)),
-                 PLAYBOOK], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                 PLAYBOOK], stdout=subprocess.PIPE, stderr=errors, text=True,
                 errors="replace", start_new_session=True, preexec_fn=host.default_signals,
-                env=dict(os.environ, ANSIBLE_STDOUT_CALLBACK="json",
+                env=dict(os.environ, ANSIBLE_STDOUT_CALLBACK=CALLBACK,
                          ANSIBLE_HOST_KEY_CHECKING="False", ANSIBLE_RETRY_FILES_ENABLED="False"))
             try:
                 out, _ = p.communicate(timeout=PLAYBOOK_S)
                 code = p.returncode
             except KeyboardInterrupt:
                 host.stop_tree(p)
-                say(f"fleet: interrupted; what came back is in {os.path.relpath(fleet, ROOT)}/")
+                host.write_json(os.path.join(fleet, FLEET_JSON), {
+                    "inventory": os.path.abspath(args.inventory), "make_vars": words,
+                    "fleet_root": args.fleet_root, "interrupted": True,
+                    "hosts": {h: {"status": "failed", "reason": "the fleet was interrupted",
+                                  "bytes": None} for h in hosts}})
+                say(f"fleet: interrupted; what came back is in {os.path.relpath(fleet, ROOT)}/"
+                    " (a remote host's make run, over SSH without a terminal, runs on)")
                 return 130
             except subprocess.TimeoutExpired:
                 host.stop_tree(p)
@@ -269,15 +311,23 @@ def main(argv=None):
                 host.stop_tree(p)
                 raise
         seconds = time.monotonic() - t0
+        errors.seek(0)
+        said = errors.read()
+        errors.close()
     try:
         report = json.loads(out[out.index("{"):])
     except ValueError:
         say(f"fleet: ansible-playbook exited with status {code} and no report: "
-            + one_line(out[-400:]))
+            + one_line((said or out)[-400:]))
         return 1
     got = outcomes(report, hosts)
     for name in hosts:
-        got[name]["bytes"] = unpack(fleet, name)
+        try:
+            got[name]["bytes"] = unpack(fleet, name)
+        except (tarfile.TarError, OSError) as e:
+            got[name] = {"status": "failed", "reason": f"its pack could not be read: {e}",
+                         "bytes": None}
+            continue
         if got[name]["status"] == "ok" and got[name]["bytes"] is None:
             got[name] = {"status": "failed", "reason": "no results folder came back",
                          "bytes": None}
@@ -287,10 +337,11 @@ def main(argv=None):
     for name, g in got.items():
         say(f"fleet: {name}: {g['status']}" + (f": {g['reason']}" if g["reason"] else "")
             + (f" ({g['bytes']:,} bytes back)" if g.get("bytes") else ""))
-    subprocess.run([sys.executable, os.path.join(HERE, "report.py"), fleet])
-    say(f"fleet: {sum(g['status'] == 'ok' for g in got.values())} of {len(got)} hosts ran, "
-        f"in {seconds:.0f} s; results in {os.path.relpath(fleet, ROOT)}/")
-    return 0
+    shown = subprocess.run([sys.executable, os.path.join(HERE, "report.py"), fleet])
+    ran = sum(g["status"] == "ok" for g in got.values())
+    say(f"fleet: {ran} of {len(got)} hosts ran, in {seconds:.0f} s; results in "
+        f"{os.path.relpath(fleet, ROOT)}/")
+    return 0 if ran and shown.returncode == 0 else 1  # each host's own row says why
 
 
 if __name__ == "__main__":

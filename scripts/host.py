@@ -348,28 +348,38 @@ def below(root):
 
 
 def stop_tree(p, grace=STOP_GRACE_S):
-    """SIGTERM to P (a Popen) and every process below it, and a wait until
-    each is gone (a tool that exits at once leaves a make run below it
-    still undoing what it attached), then SIGKILL to what is left of them,
-    and of what they started since, after GRACE seconds; P reaped."""
-    tree = below(p.pid)
-    for pid in [p.pid] + tree:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+    """SIGTERM to P's process group (P a Popen started in a session of its
+    own), then a wait until P and every process that was below it are gone
+    (a tool that exits at once leaves a make run below it still undoing
+    what it attached; a step the kit runs whole, in a group of its own, is
+    not signalled and is let finish), then SIGKILL, after GRACE seconds, to
+    those of them still in P's group and still the same processes (their
+    start time); P reaped."""
+    def started(pid):
+        st = proc_stat(pid)
+        return st[1][19] if st and st[1][0] != "Z" else None
+    tree = {pid: started(pid) for pid in below(p.pid)}
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
 
     def gone():
         p.poll()
-        return p.returncode is not None and not any(proc_stat(x) and proc_stat(x)[1][0] != "Z"
-                                                     for x in tree)
+        return p.returncode is not None and not any(
+            started(x) == t for x, t in tree.items() if t is not None)
     if not wait_for(gone, grace):
-        left = [x for x in tree if proc_stat(x)]
-        for pid in left + [c for x in left for c in below(x)]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        for pid, t in tree.items():
+            st = proc_stat(pid)
+            if t is not None and started(pid) == t and st and int(st[1][2]) == p.pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     p.wait()
 
 

@@ -69,6 +69,7 @@ sys.path.insert(0, HERE)
 
 import host  # noqa: E402
 import params  # noqa: E402
+import workloads  # noqa: E402
 from host import ROOT, say  # noqa: E402
 from guest.common import LAB_DIR  # noqa: E402
 from guest.init import LAB_RUNS, QUICK_ITER  # noqa: E402
@@ -82,8 +83,15 @@ REPORT = os.path.join(HERE, "report.py")
 
 
 def lab_configs(text):
-    """LAB_CONFIGS: as CONFIGS, or '' for the default."""
-    return params.parse_configs(text, "LAB_CONFIGS") if text.strip() else []
+    """LAB_CONFIGS: as CONFIGS, or '' for the default; a real program the
+    guests do not hold (workloads.py's in_lab) is refused, named."""
+    got = params.parse_configs(text, "LAB_CONFIGS") if text.strip() else []
+    out = [c.name for c in got if c.workload and not workloads.get(c.workload).in_lab]
+    if out:
+        raise argparse.ArgumentTypeError(
+            f"LAB_CONFIGS '{text}' is not allowed: {', '.join(out)} run a program the "
+            "guests' root file system does not hold (make run runs them on the host)")
+    return got
 
 
 def lab_guests(text):

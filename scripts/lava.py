@@ -30,17 +30,23 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import configs  # noqa: E402
+import workloads  # noqa: E402
+from guest.common import GUEST_KIT, LAB_DIR  # noqa: E402
+from guest.init import SHELL_INIT  # noqa: E402
+from guest.qemu import ICOUNT  # noqa: E402
 from host import ROOT  # noqa: E402
+from render.summary import per_event  # noqa: E402
 from record import LOSSLESS, BadInput, load  # noqa: E402
 from stats import analyse  # noqa: E402
 
 TESTDEF = os.path.join(ROOT, "lava", "kit.yaml")
-LAB = os.path.join(ROOT, "build", "lab")
+LAB = LAB_DIR
 NAME_OK = re.compile(r"[^-_.a-zA-Z0-9]")  # lava-test-case names: no spaces or slashes
 
 
@@ -56,9 +62,15 @@ def cases(folder):
         result = ("skip" if statuses <= {"skipped"} else
                   "pass" if c["n_runs"] and statuses <= set(LOSSLESS) else "fail")
         o = c.get("overhead")
-        if configs.is_baseline(c["config"]) or not o:
+        cfg = configs.BY_NAME.get(c["config"])
+        if configs.is_baseline(c["config"]):  # its time a call
             out.append((name, result, c.get("mean_ns") if c["n_runs"] else None, unit))
             continue
+        if not o:  # no figure: not a time a call under a cost's name
+            out.append((name, result, None, unit))
+            continue
+        if cfg and cfg.workload:  # per event, as the report says it
+            o = per_event(c, workloads.get(cfg.workload))
         out.append((name, result, o["mean_ns"], unit))
         for end in ("lo", "hi"):
             if o[f"{end}_ns"] is not None:
@@ -150,7 +162,7 @@ def job(suite, rootfs, icount, configs_text, kit_dir):
     unit = "instructions" if icount else "ns"
     testdef["params"] = dict(testdef["params"], CONFIGS=configs_text, UNIT=unit,
                              KIT_DIR=kit_dir)
-    append = (f"console=ttyS0,115200 root=/dev/vda rw init=/kit-shell.sh panic=-1 "
+    append = (f"console=ttyS0,115200 root=/dev/vda rw init={SHELL_INIT} panic=-1 "
               f"kit_unit={unit}")
     images = {"kernel": {"image_arg": f'-kernel {{kernel}} -append "{append}"',
                          "url": "file://" + kernel},
@@ -166,7 +178,7 @@ def job(suite, rootfs, icount, configs_text, kit_dir):
                      "connection": {"minutes": 2}},
         "context": {"arch": "amd64", "memory": 2048, "no_kvm": bool(icount),
                     "extra_options": ["-cpu max", "-no-reboot"]
-                    + (["-icount shift=0,sleep=off,align=off"] if icount else [])},
+                    + ([" ".join(ICOUNT)] if icount else [])},
         "actions": [
             {"deploy": {"to": "tmpfs", "os": "debian", "timeout": {"minutes": 20},
                         "images": images}},
@@ -223,12 +235,12 @@ def results_of(log):
 
 def run_job(suite, configs_text, results):
     """A QUICK job for real: make lab's SUITE root file system with this kit
-    at /kit as an ext4 image, the job `job` writes, lava-run (Debian's
-    lava-dispatcher, no lava-server) with lava/device-qemu.yaml; the job's
+    at /kit (and make lab-shell's init) as an ext4 image, the job `job`
+    writes, lava-run (Debian's lava-dispatcher, no lava-server) with
+    lava/device-qemu.yaml; the job's
     folder, results/<stamp>-lava/, holds the job, lava-run's log and
     output, and cases.json (each lava-test-case the guest reported)."""
     import host
-    from guest.suite import make_image, put_kit
     rootfs = os.path.join(LAB, suite, "rootfs")
     if not os.path.isdir(os.path.join(rootfs, "boot")):
         print(f"lava: no root file system in {rootfs}: run `make lab LAB={suite}` once first",
@@ -242,16 +254,31 @@ def run_job(suite, configs_text, results):
         print("lava: no lab guest kernel with its modules for libguestfs's appliance",
               file=sys.stderr)
         return 2
-    host.lock("lava")  # the lab's root file system is changed (its /kit)
+    with host.stoppable():  # Ctrl-C or SIGTERM anywhere: the image and the job stopped
+        try:
+            return run_locked(suite, configs_text, results, rootfs, env)
+        except KeyboardInterrupt:
+            print("lava: interrupted; lava-run and its qemu were stopped, the image removed",
+                  file=sys.stderr)
+            return 130
+
+
+def run_locked(suite, configs_text, results, rootfs, env):
+    import host
+    from guest.init import fill, write_init
+    from guest.suite import make_image, put_kit
+    host.lock("lava")  # the lab's root file system is changed (its /kit, its shell init)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = os.path.join(results, f"{stamp}-lava")
     os.makedirs(out)
     log = os.path.join(out, "lava.log")
     with tempfile.TemporaryDirectory(prefix="kit-lava-", dir="/var/tmp") as tmp:
         put_kit(rootfs, os.path.join(LAB, suite))
+        # the job boots make lab-shell's init (a shell for LAVA: root has no password)
+        write_init(types.SimpleNamespace(rootfs=rootfs), SHELL_INIT, fill("init-shell.sh"))
         img = os.path.join(tmp, "rootfs.ext4")
         make_image(rootfs, img, log)
-        doc = job(suite, img, 1, configs_text, "/kit")
+        doc = job(suite, img, 1, configs_text, GUEST_KIT)
         why = validate_job(doc)
         if why:
             print(f"lava: the job LAVA would refuse: {why}", file=sys.stderr)
@@ -262,18 +289,14 @@ def run_job(suite, configs_text, results):
         disp = os.path.join(out, "dispatcher.yaml")
         with open(disp, "w") as f:  # no NFS, TFTP or HTTP here: a placeholder address
             f.write("dispatcher_ip: 127.0.0.1\n")
-        with host.stoppable():
-            try:
-                code, text = host.run(
-                    ["lava-run", "--job-id", f"kit-{stamp}", "--output-dir",
-                     os.path.join(out, "output"), "--device", DEVICE, "--dispatcher", disp,
-                     os.path.join(out, "job.yaml")],
-                    timeout=LAVA_RUN_S, group=True, env=dict(os.environ, **env))
-            except KeyboardInterrupt:
-                print("lava: interrupted; lava-run and its qemu were stopped", file=sys.stderr)
-                return 130
-            except host.Timeout as e:
-                code, text = None, e.output
+        try:
+            code, text = host.run(
+                ["lava-run", "--job-id", f"kit-{stamp}", "--output-dir",
+                 os.path.join(out, "output"), "--device", DEVICE, "--dispatcher", disp,
+                 os.path.join(out, "job.yaml")],
+                timeout=LAVA_RUN_S, group=True, env=dict(os.environ, **env))
+        except host.Timeout as e:
+            code, text = None, e.output
     with open(os.path.join(out, "job.log"), "w") as f:
         f.write(text)
     got = results_of(os.path.join(out, "job.log"))
@@ -281,9 +304,11 @@ def run_job(suite, configs_text, results):
                     [dict(zip(("case", "result", "measurement", "units"), c)) for c in got])
     for c in got:
         print(" ".join(str(x) for x in c if x is not None))
+    made = any(c[0] == "kit-make-run" and c[1] == "pass" for c in got)
     print(f"lava: lava-run {'ran past its limit' if code is None else f'exited with {code}'}; "
-          f"{len(got)} test cases; the job in {os.path.relpath(out, ROOT)}/")
-    return 0 if code == 0 else 1
+          f"{len(got)} test cases" + ("" if made else ", and no kit-make-run that passed")
+          + f"; the job in {os.path.relpath(out, ROOT)}/")
+    return 0 if code == 0 and made else 1
 
 
 def main(argv=None):
@@ -299,7 +324,7 @@ def main(argv=None):
     j.add_argument("--icount", type=int, choices=(0, 1), default=1,
                    help="1: TCG with -icount shift=0, the unit instructions (as make lab)")
     j.add_argument("--configs", default="baseline,ftrace-sdt")
-    j.add_argument("--kit-dir", default="/kit")
+    j.add_argument("--kit-dir", default=GUEST_KIT)
     v = sub.add_parser("validate", help="a job definition or test definition, by LAVA's schema")
     v.add_argument("file")
     r = sub.add_parser("run", help="a QUICK job for real: lava-run on a make lab guest")

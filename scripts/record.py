@@ -261,6 +261,7 @@ class Folder:
         self._csv = csv.DictWriter(self._file, COLUMNS)
         self._csv.writeheader()
         self._file.flush()
+        os.fsync(self._file.fileno())  # a guest killed early: a header, not an empty file
         self.write_meta()
         latest = os.path.join(results, "latest")
         if name is None and (os.path.islink(latest) or not os.path.exists(latest)):
@@ -277,6 +278,7 @@ class Folder:
         self.meta, why = read_meta(d)
         if why:  # the unit is then its rows' (a guest's may be instructions)
             host.say(f"kit: {why}")
+            self.meta["torn"] = why  # its environment and inputs are lost, and it says so
             with open(os.path.join(d, "runs.csv"), newline="") as f:
                 units = [r.get("unit") for r in csv.DictReader(f)]
             self.meta["unit"] = next((u for u in units if u in UNITS), DEFAULT_UNIT)
@@ -341,6 +343,9 @@ def load(folder):
     meta, why = read_meta(folder)
     if why:
         warnings.append(why)
+    if meta.get("torn"):  # a guest's, rewritten by the lab's merge (Folder.reopen)
+        warnings.append(f"{os.path.join(folder, 'meta.json')} was torn when the lab merged it "
+                        f"({meta['torn']}); the environment and the inputs are unknown")
     if isinstance(meta.get("stap"), dict):  # format 2: SystemTap's runtime in its own key
         s = meta.pop("stap")
         meta.setdefault("tracers", {})["stap"] = (

@@ -237,6 +237,10 @@ def main(argv):
             continue
         results.append((folder, got[0]))
         units[folder] = got[1]
+    if reference and not any(fleet.is_fleet(f) for f in folders):
+        print("report: --reference names a host of a fleet folder (make fleet's), and none "
+              "was given", file=sys.stderr)
+        return 2
     if len(set(units.values())) > 1:  # host ns and guest instructions never meet
         print("report: the folders count in different units ("
               + ", ".join(f"{os.path.basename(os.path.normpath(f))}: {u}" for f, u in units.items())

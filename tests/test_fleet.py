@@ -75,6 +75,12 @@ class Refused(unittest.TestCase):
             f.flush()
             self.check({"INVENTORY": f.name}, r"host 'here': kit_dir .* is this checkout")
 
+    def test_a_host_that_cannot_name_a_folder(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
+            f.write("all:\n  hosts:\n    .hidden:\n      ansible_connection: local\n")
+            f.flush()
+            self.check({"INVENTORY": f.name}, r"host '\.hidden': a fleet folder is named")
+
     def test_no_inventory(self):
         self.check({"INVENTORY": "/nonexistent/hosts.yml"}, r"INVENTORY '/nonexistent/"
                    r"hosts.yml' is not allowed: want an inventory file that exists")
@@ -200,7 +206,9 @@ class Quick(StateTest):
             self.assertEqual(p.returncode, 130, out[-3000:])
             self.assertIn("fleet: interrupted", out)
             self.assertEqual(descendants(os.getpid()), {})  # (orphans come to the suite)
-            self.assertEqual(len(glob.glob(os.path.join(res, "*-fleet"))), 1)
+            (top_folder,) = glob.glob(os.path.join(res, "*-fleet"))
+            with open(os.path.join(top_folder, "fleet.json")) as f:
+                self.assertTrue(json.load(f)["interrupted"])
 
 
 if __name__ == "__main__":

@@ -65,6 +65,10 @@ class Inputs(unittest.TestCase):
         r = run([sys.executable, LAB_PY], env=dict(os.environ, LAB_CONFIGS="nonexistent"))
         self.assertEqual(r.returncode, 2)
         self.assertIn("LAB_CONFIGS 'nonexistent' matches no configuration", r.stderr)
+        r = run([sys.executable, LAB_PY], env=dict(os.environ, LAB_CONFIGS="postgres-untraced"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("LAB_CONFIGS 'postgres-untraced' is not allowed: postgres-untraced run a "
+                      "program the guests' root file system does not hold", r.stderr)
 
     def test_inputs_listed(self):
         """The lab's inputs are params.Param rows, so `make help` lists each
@@ -255,7 +259,7 @@ class TornMeta(unittest.TestCase):
                 self.fail(f"a torn meta.json stopped the merge: {e!r}")
             self.assertEqual(folder.unit, record.INSTRUCTIONS)  # its rows', not ns
             g = type("G", (), {"name": "sid/2", "sfx": "-2"})()
-            merge.add_rows(folder, g, other)
+            merge.add_rows(folder, g, other, {("baseline", "1")})
             folder.skipped(configs.BY_NAME["stap-mark-empty"], [1], "not reached")
             folder.close()
             rows, meta, warnings = record.load(first)
@@ -263,7 +267,9 @@ class TornMeta(unittest.TestCase):
                          ["baseline", "stap-mark", "stap-mark-alibi", "stap-mark-empty"])
         self.assertEqual({r["unit"] for r in rows}, {record.INSTRUCTIONS})
         self.assertEqual(meta["unit"], record.INSTRUCTIONS)
-        self.assertEqual(warnings, [])
+        self.assertEqual(len(warnings), 1)  # the folder says its meta was torn
+        self.assertRegex(warnings[0], r"meta\.json was torn when the lab merged it \(.*not "
+                         r"valid JSON")
 
 
 class RealPrograms(unittest.TestCase):

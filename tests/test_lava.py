@@ -2,7 +2,7 @@
 results folder as a lava-test-case measurement, with figures worked by
 hand; the test definition and a qemu job it writes checked with LAVA's own
 schemas (Debian's lava-common), and broken ones refused with LAVA's
-message.  Whether lava-run itself runs a job here: docs/fleet.md#lava."""
+message.  Whether lava-run itself runs a job here: docs/lava.md."""
 import glob
 import json
 import os

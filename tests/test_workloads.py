@@ -199,6 +199,8 @@ class Postgres(StateTest):
             m, lo, hi = c["own"]["tps"]
             self.assertTrue(lo < m and (hi is None or m < hi), (c["config"], c["own"]))
             self.assertIn(f"| {c['config']:<22} | {c['threads']:<7} |", md)
+
+    def test_stopped_mid_run_leaves_no_cluster(self):
         """SIGTERM to the kit while pgbench runs: the kit stops, the
         cluster's processes, folder and shared memory are gone (tearDown)."""
         need_root(self)

@@ -62,7 +62,7 @@ def bring_back(suite, ended, extra):
     folder = record.Folder.reopen(suite.out)
     timings = {}
     left = None  # the kit_ modules lsmod listed in the guests at the end
-    have = {r["config"] for r in record.load(suite.out)[0]}  # the first guest's
+    have = {(r["config"], str(r["threads"])) for r in record.load(suite.out)[0]}  # the first's
     for g, why, res, inner in got:
         if inner != first:
             have |= add_rows(folder, g, inner, have)
@@ -82,18 +82,19 @@ def bring_back(suite, ended, extra):
     return suite.out
 
 
-def add_rows(folder, g, inner, have=(configs.BASELINE,)):
+def add_rows(folder, g, inner, have=()):
     """Guest G's rows (its folder INNER) added to FOLDER but for the
-    baselines FOLDER already HAS (the kit's, a real program's untraced
-    row: each cell is measured against one), its runs.csv kept whole as
-    logs/runs-K.csv, its logs added (the first guest's win) and its skips
-    and tracers merged; the configurations it added."""
+    baselines' cells FOLDER already HAS, (config, threads) (the kit's, a
+    real program's untraced row: each cell is measured against one), its
+    runs.csv kept whole as logs/runs-K.csv, its logs added (the first
+    guest's win) and its skips and tracers merged; the cells it added."""
     added = set()
     with open(os.path.join(inner, "runs.csv"), newline="") as f:
         for row in csv.DictReader(f):
-            if not (configs.is_baseline(row["config"]) and row["config"] in have):
+            cell = (row["config"], str(row["threads"]))
+            if not (configs.is_baseline(row["config"]) and cell in have):
                 folder.write(row)
-                added.add(row["config"])
+                added.add(cell)
     shutil.copy(os.path.join(inner, "runs.csv"), os.path.join(folder.logs, f"runs{g.sfx}.csv"))
     for log in glob.glob(os.path.join(inner, "logs", "*")):
         dst = os.path.join(folder.logs, os.path.basename(log))

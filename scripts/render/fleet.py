@@ -36,7 +36,7 @@ def hosts(folder):
     for name, g in (fleet.get("hosts") or {}).items():
         got = None
         d = os.path.join(folder, name)
-        if os.path.isdir(d):
+        if g.get("status") == "ok" and os.path.isdir(d):  # a failed host's rows: its folder
             try:
                 rows, meta, _ = load(d)
                 got = (analyse([r for r in rows if (r["rep"] or 0) >= 1], meta), meta)

@@ -105,7 +105,8 @@ def real_lines(a):
             if (x.get("check") or {}).get("verdict") == "unverified" and x.get("overhead"):
                 seen = x["check"]["seen"]
                 parts.append(f"{x['config']}: {f_slower(x['overhead'])}; " + (
-                    f"{seen / x['calls']:,.1f} events a {w.call}, unverified" if seen else
+                    f"{seen / x['calls']:,.1f} events a {w.call}, unverified"
+                    if seen is not None else
                     "nothing counts its events (a probe that records nothing)"))
             else:
                 parts.append(f"{x['config']}: {cost_cell(x)}")

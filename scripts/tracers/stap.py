@@ -125,6 +125,7 @@ class Stap(Tracer):
         self.preload = False
         self.modules = None  # STAP_MODULES: a folder of modules built beforehand
         self.timing = False  # STAP_TIMING: stap -t on the module runtime
+        self.prebuilt = False  # building make lab's modules beforehand (for_guest)
 
     @classmethod
     def for_guest(cls, timing):
@@ -133,7 +134,7 @@ class Stap(Tracer):
         builds their modules beforehand (stap_build) with the flags their
         runs will have (cfg_flags, reports)."""
         be = cls()
-        be.runtime, be.timing = "module", bool(timing)
+        be.runtime, be.timing, be.prebuilt = "module", bool(timing), True
         return be
 
     # -- choosing the runtime -------------------------------------------------
@@ -248,10 +249,10 @@ class Stap(Tracer):
         if cfg.attach == "running" and self.reports(cfg):
             return ("STAP_TIMING's hit report needs staprun -c to start the target, and this "
                     "row attaches to a target already running")
-        if cfg.workload and self.runtime == "module":
-            return ("a real program's SystemTap row runs `stap -x PID` on the bpf runtime; the "
-                    "kit does not yet load a module beside a program already running (the "
-                    "module runtime: make lab's guests)")
+        if cfg.workload and self.runtime == "module" and (self.modules or self.prebuilt):
+            return ("a real program's SystemTap row compiles its module with the program's "
+                    "path and pid; make lab's guests load modules built beforehand, and the "
+                    "kit does not yet build one for a program already running")
         if cfg.probe == "return" and self.runtime == "bpf":
             return ("SystemTap's bpf runtime has no process return probes (stap: 'process "
                     "return probes not available'); the module runtime, which has them, "
