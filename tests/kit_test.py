@@ -174,6 +174,20 @@ def wait_for(pred, timeout=60):
     return False
 
 
+def stop_when(tc, p, ready, why, stop, wait_s=120, timeout=300):
+    """Waits until READY() (else fails TC, saying WHY), then STOP(P) (the
+    signal the test sends), and returns P's output once it has ended; P, in
+    a session of its own, is SIGKILLed with its group if it outlives that."""
+    try:
+        tc.assertTrue(wait_for(ready, wait_s), why)
+        stop(p)
+        return p.communicate(timeout=timeout)[0]
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
 def descendants(root):
     """{pid: name} of the live processes below ROOT, a process the test
     started: a test acts only on what it started, never on a name

@@ -19,7 +19,7 @@ import tempfile
 import unittest
 
 from kit_test import (ROOT, SCRIPTS, StateTest, descendants, need_root, run, unavailable,
-                      wait_for)
+                      stop_when)
 from render import fleet as render_fleet
 from render.formats import f_x
 
@@ -52,34 +52,29 @@ class Refused(unittest.TestCase):
             self.assertEqual(os.listdir(res), [])
             self.assertFalse(os.path.exists(root))
 
+    def inventory(self, text, want):
+        """An inventory of TEXT, refused with WANT."""
+        with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
+            f.write(text)
+            f.flush()
+            self.check({"INVENTORY": f.name}, want)
+
     def test_a_bad_knob(self):
         self.check({"THREADS": "0"}, r"THREADS '0' is not allowed")
 
     def test_an_inventory_ansible_cannot_read(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
-            f.write("all: [\n")
-            f.flush()
-            self.check({"INVENTORY": f.name}, r"INVENTORY '.*': Ansible cannot read it: "
-                       r"Failed to parse")
+        self.inventory("all: [\n", r"INVENTORY '.*': Ansible cannot read it: Failed to parse")
 
     def test_an_inventory_with_no_host(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
-            f.write("all:\n  hosts: {}\n")
-            f.flush()
-            self.check({"INVENTORY": f.name}, r"names no host")
+        self.inventory("all:\n  hosts: {}\n", r"names no host")
 
     def test_a_local_host_over_the_checkout(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
-            f.write(f"all:\n  hosts:\n    here:\n      ansible_connection: local\n"
-                    f"      kit_dir: {ROOT}\n")
-            f.flush()
-            self.check({"INVENTORY": f.name}, r"host 'here': kit_dir .* is this checkout")
+        self.inventory(f"all:\n  hosts:\n    here:\n      ansible_connection: local\n"
+                       f"      kit_dir: {ROOT}\n", r"host 'here': kit_dir .* is this checkout")
 
     def test_a_host_that_cannot_name_a_folder(self):
-        with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
-            f.write("all:\n  hosts:\n    .hidden:\n      ansible_connection: local\n")
-            f.flush()
-            self.check({"INVENTORY": f.name}, r"host '\.hidden': a fleet folder is named")
+        self.inventory("all:\n  hosts:\n    .hidden:\n      ansible_connection: local\n",
+                       r"host '\.hidden': a fleet folder is named")
 
     def test_no_inventory(self):
         self.check({"INVENTORY": "/nonexistent/hosts.yml"}, r"INVENTORY '/nonexistent/"
@@ -193,16 +188,10 @@ class Quick(StateTest):
                                  env=dict(os.environ, INVENTORY=EXAMPLE, FLEET_ROOT=root,
                                           CONFIGS="baseline,ftrace-sdt", ITER="20000000",
                                           RUNS="3", MAX_RUN_S="0"))
-            try:
-                measuring = os.path.join(root, "local-a", "results", "latest")
-                self.assertTrue(wait_for(lambda: os.path.islink(measuring), 600),
-                                "local-a's make run never started measuring")
-                os.kill(p.pid, signal.SIGINT)
-                out, _ = p.communicate(timeout=300)
-            finally:
-                if p.poll() is None:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait()
+            measuring = os.path.join(root, "local-a", "results", "latest")
+            out = stop_when(self, p, lambda: os.path.islink(measuring),
+                            "local-a's make run never started measuring",
+                            lambda p: os.kill(p.pid, signal.SIGINT), wait_s=600)
             self.assertEqual(p.returncode, 130, out[-3000:])
             self.assertIn("fleet: interrupted", out)
             self.assertEqual(descendants(os.getpid()), {})  # (orphans come to the suite)

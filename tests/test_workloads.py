@@ -21,7 +21,7 @@ import time
 import unittest
 
 from kit_test import (ROOT, StateTest, descendants, kit, need_root, need_tracer, rows_of,
-                      start_kit, unavailable, wait_for)
+                      start_kit, stop_when, unavailable)
 import configs
 import record
 import stats
@@ -208,17 +208,12 @@ class Postgres(StateTest):
         with tempfile.TemporaryDirectory() as res:
             p = start_kit(["--threads", "1", "--iter", str(PG.max_iter), "--max-run-s", "0",
                            "--runs", "1", "--configs", "postgres-untraced"], res, session=True)
-            try:
-                self.assertTrue(wait_for(lambda: any(
-                    c == "pgbench" for c in descendants(os.getpid()).values()), 120),
-                    "pgbench never started")
+            def stop(p):
                 time.sleep(0.5)
                 os.killpg(p.pid, signal.SIGTERM)
-                out, _ = p.communicate(timeout=300)
-            finally:
-                if p.poll() is None:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait()
+            out = stop_when(self, p, lambda: any(
+                c == "pgbench" for c in descendants(os.getpid()).values()),
+                "pgbench never started", stop)
             self.assertEqual(p.returncode, 130, out[-2000:])
 
 
