@@ -21,7 +21,7 @@ Q := @
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all list needs packages configs run report test clean help lab lab-shell fleet floor versus
+.PHONY: all list needs packages configs run report test clean help lab lab-shell fleet lifecycle floor versus
 
 # The builds: src/builds.tsv, one row each (its header says the columns).
 # field(BUILD,N): column N of BUILD's row.
@@ -44,13 +44,20 @@ has_header = $(shell printf '\043include <%s>\n' $(1) | $(CC) -E -x c - >/dev/nu
 HAVE.plain := y
 HAVE.sdt := $(if $(shell command -v $(DTRACE)),$(call has_header,sys/sdt.h))
 HAVE.ust := $(call has_header,lttng/tracepoint.h)
+HAVE.lib := $(call has_header,sys/sdt.h)
 PACKAGE.sdt := systemtap-sdt-dev
 PACKAGE.ust := liblttng-ust-dev
+PACKAGE.lib := systemtap-sdt-dev
 WHAT.sdt := dtrace or <sys/sdt.h>
 WHAT.ust := <lttng/tracepoint.h>
+WHAT.lib := <sys/sdt.h>
 DEPS.sdt := build/probes.h build/probes.o
 DEPS.ust := build/ust_provider.o src/ust_tp.h
+DEPS.lib := build/libkit-bystander.so src/kitlib.h
 LIBS.ust := -llttng-ust -ldl
+# $ORIGIN (doubled twice: the build rule is expanded twice): the target finds
+# the library beside itself, wherever build/ is
+LIBS.lib := -Lbuild -lkit-bystander -Wl,-rpath,'$$$$ORIGIN'
 
 KIND = $(call field,$(1),3)
 WANT := $(foreach b,$(BUILDS),$(if $(HAVE.$(call KIND,$(b))),$(b)))
@@ -115,6 +122,11 @@ build/ust_provider.o: src/ust_provider.c src/ust_tp.h | build
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c $< -o $@
 
+# The bystanders' shared library (make lifecycle): one marker, one entry point.
+build/libkit-bystander.so: src/kitlib.c src/kitlib.h | build
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -shared -fPIC $< -o $@
+
 # Preloaded into stapbpf on kernels that do not charge BPF to memlock.
 build/memlock-shim.so: src/memlock_shim.c | build
 	@$(if $(Q),echo "  CC      $@")
@@ -176,6 +188,14 @@ fleet:
 	$(foreach v,$(FLEET_VARS) $(RUN_VARS),$(call check_given,$(v)))
 	$(Q)$(PYTHON) scripts/fleet.py
 
+# Attach, detach and the bystanders' tax (scripts/lifecycle.py), its variables
+# (`scripts/lifecycle.py --vars`) read from the environment as make run's are.
+LIFECYCLE_VARS = $(shell $(PYTHON) scripts/lifecycle.py --vars | cut -d= -f1)
+
+lifecycle:
+	$(foreach v,$(LIFECYCLE_VARS),$(call check_given,$(v)))
+	$(Q)$(PYTHON) scripts/lifecycle.py
+
 # The baseline's loop against a raw loop, alternated (a benchmark).
 floor: build/benchmark-plain build/raw-loop
 	$(Q)$(PYTHON) bench/floor.py
@@ -201,6 +221,8 @@ help:
 	@echo "make lab-shell    a shell in the (first) guest, the kit at /kit"
 	@echo "make fleet        make run on every host of an Ansible inventory, folders fetched back; its variables (and make run's):"
 	@$(PYTHON) scripts/fleet.py --vars | sed 's/^/                    /'
+	@echo "make lifecycle    attach and detach time against probes and processes, and what an untraced process pays; its variables:"
+	@$(PYTHON) scripts/lifecycle.py --vars | sed 's/^/                    /'
 	@echo "make test         the test suite (TESTS=name to pick some)"
 	@echo "make floor        the baseline's loop against a raw loop (bench/floor.py)"
 	@echo "make versus       the kit against hyperfine on the idle marker (bench/versus.py)"

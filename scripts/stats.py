@@ -47,6 +47,26 @@ def mean_ci(values):
     return m, m - h, m + h
 
 
+def median_ci(values):
+    """(median, lo, hi, held) of VALUES: the order-statistic interval
+    [x(k), x(n+1-k)] with the largest k whose chance of holding the true
+    median is at least 95% for any continuous distribution, which is
+    1 - 2 P(Bin(n, 1/2) < k) (HELD, a fraction).  Below 6 values none
+    reaches 95%: then [min, max], HELD saying what it holds (1 - 2^(1-n));
+    one value: no interval (lo, hi, held None)."""
+    xs, n = sorted(values), len(values)
+    med = statistics.median(xs)
+    if n < 2:
+        return med, None, None, None
+
+    def held(k):  # 1 - 2 P(B <= k - 1), B ~ Bin(n, 1/2)
+        return 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n
+    k = 1
+    while k + 1 <= n // 2 and held(k + 1) >= 0.95:
+        k += 1
+    return med, xs[k - 1], xs[n - k], held(k)
+
+
 def welch_ci(a, b):
     """Mean of a - b with Welch's 95% interval."""
     d = statistics.fmean(a) - statistics.fmean(b)

@@ -19,6 +19,11 @@
  * and the parent waits for it and passes on how it ended: a probe that
  * breaks a forked child shows as the child's signal.
  *
+ * --linger makes the process wait, once its record is written, for a
+ * byte on stdin (or its end) before it exits: make lifecycle checks that
+ * a detached probe is gone from a process that still maps the binary, and
+ * keeps a traced process alive while an untraced neighbour is timed.
+ *
  * --rate N paces each thread to N calls per second: the same loop runs in
  * batches (about one per PACE_PERIOD_NS), and after each batch the thread
  * sleeps until that batch's absolute deadline on CLOCK_MONOTONIC (start +
@@ -84,6 +89,7 @@ struct params {
 	long long miss; /* calls per thread made to kit_decoy() instead */
 	int pin;
 	int hold; /* wait for a byte on stdin before releasing the threads */
+	int linger; /* wait for a byte on stdin (or its end) before exiting */
 	long long fork_calls; /* calls made before fork(); 0: no fork */
 	enum format format;
 	int quiet;
@@ -97,6 +103,7 @@ static const struct params defaults = {
 	.miss = 0,
 	.pin = 0,
 	.hold = 0,
+	.linger = 0,
 	.fork_calls = 0,
 	.format = FORMAT_JSON,
 	.quiet = 0,
@@ -440,6 +447,8 @@ static void usage(FILE *f)
 		"  -p, --pin            pin thread k to the k-th allowed CPU (round robin)\n"
 		"  -H, --hold           hold the threads at their start gate until a byte\n"
 		"                       arrives on stdin (attach to a running process)\n"
+		"  -L, --linger         once the record is written, wait for a byte on stdin\n"
+		"                       (or its end) before exiting (detach from a live process)\n"
 		"  -F, --fork N         call single_trace() N times, then fork(); the child is\n"
 		"                       measured, the parent passes on how it ended (1..%lld)\n"
 		"  -f, --format F       stdout gets: json (one record, default) or text\n"
@@ -459,6 +468,7 @@ static struct params parse_args(int argc, char **argv)
 		{ "miss", required_argument, NULL, 'm' },
 		{ "pin", no_argument, NULL, 'p' },
 		{ "hold", no_argument, NULL, 'H' },
+		{ "linger", no_argument, NULL, 'L' },
 		{ "fork", required_argument, NULL, 'F' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -468,7 +478,7 @@ static struct params parse_args(int argc, char **argv)
 	struct params p = defaults;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:i:r:d:m:pHF:f:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:i:r:d:m:pHLF:f:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			p.threads = (long)parse_range("--threads", optarg, 1, MAX_THREADS, "");
@@ -492,6 +502,9 @@ static struct params parse_args(int argc, char **argv)
 			break;
 		case 'H':
 			p.hold = 1;
+			break;
+		case 'L':
+			p.linger = 1;
 			break;
 		case 'F':
 			p.fork_calls = parse_range("--fork", optarg, 1, MAX_FORK_CALLS, "");
@@ -686,18 +699,19 @@ static void fork_first(long long calls, uint64_t *corrupted)
 	exit(128 + WTERMSIG(status));
 }
 
-/* --hold: wait for one byte on stdin; 0 on it, -1 on end of file or an
- * error (said on stderr). */
-static int hold_until_released(void)
+/* --hold, --linger: wait for one byte on stdin; 0 on it (or, where
+ * EOF_OK, on end of file), -1 on end of file or an error (said on stderr,
+ * naming FLAG). */
+static int hold_until_released(const char *flag, int eof_ok)
 {
 	char c;
 	ssize_t n;
 
 	while ((n = read(STDIN_FILENO, &c, 1)) < 0 && errno == EINTR)
 		;
-	if (n == 1)
+	if (n == 1 || (n == 0 && eof_ok))
 		return 0;
-	fprintf(stderr, "benchmark: --hold: %s before the release\n",
+	fprintf(stderr, "benchmark: %s: %s before the release\n", flag,
 		n == 0 ? "stdin closed" : strerror(errno));
 	return -1;
 }
@@ -756,7 +770,7 @@ int main(int argc, char **argv)
 	if (p.hold && !gate.abort) {
 		/* the threads wait on the gate, not on this lock */
 		pthread_mutex_unlock(&gate.lock);
-		held = hold_until_released();
+		held = hold_until_released("--hold", 0);
 		pthread_mutex_lock(&gate.lock);
 		gate.abort = held < 0;
 	}
@@ -795,5 +809,8 @@ int main(int argc, char **argv)
 	free(w);
 	if (fflush(stdout) == EOF)
 		die("benchmark: stdout");
+	/* end of file releases it too: the runner that started it is gone */
+	if (p.linger && hold_until_released("--linger", 1) < 0)
+		return 1;
 	return 0;
 }

@@ -137,8 +137,12 @@ MUTANTS = [
     ("the lab's merge reading a torn meta.json", "scripts/record.py",
      "    except (json.JSONDecodeError, UnicodeDecodeError) as e:\n        return {}",
      "    except ZeroDivisionError as e:\n        return {}", ["TornMeta.test_reopen_and_add_rows"]),
+    ("the median's interval one order statistic too narrow", "scripts/stats.py",
+     "return med, xs[k - 1], xs[n - k], held(k)", "return med, xs[k], xs[n - k - 1], held(k)",
+     ["MedianInterval.test_coverage_under_the_pilot_rule"]),
+    ("lifecycle's bystander taking any count of the traced process", "scripts/lifecycle.py",
+     "elif counted != TRACED_CALLS:", "elif False:", ["Bystander.test_bpftrace_and_ftrace_ways"]),
 ]
-
 
 def copy_tree(dst):
     files = subprocess.run(["git", "-C", ROOT, "ls-files", "-co", "--exclude-standard"],

@@ -1,0 +1,801 @@
+#!/usr/bin/env python3
+"""lifecycle.py: `make lifecycle`: what a probe costs before, after and
+beside the traced program, on this machine's kernel, in ns of its clock.
+
+    make lifecycle                              # PROBES=1,10,100,1000 PROCS=1,10,100
+    make lifecycle PROBES=1,10 PROCS=1 TRACERS=ftrace
+    python3 scripts/report.py results/latest    # the report again
+
+Attach and detach (the lifecycle runs): for each tracer, PROCS held
+targets of a sites-N build (src/builds.tsv: N distinct markers) are
+started, the tracer attaches to every site by the binary's path, and the
+kit times, from the tracer's start, until every site in every process
+holds the breakpoint (read from the process's own memory, /proc/PID/mem:
+the kernel writes int3 there when a uprobe is live); a process started
+then says whether a late one is covered; every process fires every site
+once and the tracer's count is checked; then, from the stop, until every
+site in every process is back to its own byte, the tracer has exited and
+uprobe_events holds nothing of the kit's.  A detach past DETACH_LIMIT_S
+is killed, and its row says so.  Against the number of sites (PROBES, one
+process) and of processes (PROCS, the 1-site build).
+
+The bystanders: build/libkit-bystander.so's marker, probed in one process
+(the traced one) in each way a tracer filters by pid (WAYS below), is timed
+in another process that maps the library untraced: its cost per call
+against the same process with no tracer at all, with Welch's interval,
+and its own user and system time per call (where the trap's time goes).
+
+Each cell's first cycle is a pilot, not counted: it fixes how many more
+fit in CELL_S (at most REPEATS), so nothing it measured decides which
+cycles count; a cell whose pilot took longer than CELL_S keeps the pilot
+as its one cycle.  A cell of n >= 6 cycles gets the median's 95% interval
+from order statistics (stats.median_ci); fewer, [min, max] with what it
+holds (stats.median_ci says).  The folder, results/<stamp>-lifecycle/,
+holds lifecycle.csv, bystander.csv, meta.json and logs/, and the report.
+Needs root, tracefs, and the tracers (installed as make run does unless
+NO_INSTALL=1; one that is missing is skipped, saying why).
+"""
+import csv
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import configs  # noqa: E402
+import elfinfo  # noqa: E402
+import host  # noqa: E402
+import params  # noqa: E402
+import record  # noqa: E402
+from host import ROOT, Interrupted, say  # noqa: E402
+from render.lifecycle import (BASELINE_WAY, BY_COLUMNS, BYSTANDER_CSV, KIND,  # noqa: E402
+                              LC_COLUMNS, LIFECYCLE_CSV)
+from tracers import tracefs  # noqa: E402
+from tracers.base import LIVE_LINE  # noqa: E402
+
+BUILD = os.path.join(ROOT, "build")
+LIBRARY = os.path.join(BUILD, "libkit-bystander.so")
+LIB_BUILD, LIB_MARKER = "lib", "lib_call"
+INT3 = 0xCC
+POLL_S = 0.002  # between two reads of every site
+LIVE_LIMIT_S = 600  # s from a tracer's start to its probes live: past it the row fails
+MAX_PROCS = 200
+PROC_SITES = 1  # the sites-N build of the process sweep
+TRACED_CALLS = 1000  # the bystander run's traced process: its calls, counted
+
+
+def site_builds():
+    """{N: build name} of the sites-N builds (src/builds.tsv)."""
+    return {int(m.group(1)): b for b in configs.builds()
+            if (m := re.fullmatch(r"sites-(\d+)", b))}
+
+
+def counts_of(name, allowed=None, lo=1, hi=None):
+    """A comma list of whole numbers, each in ALLOWED (or LO..HI)."""
+    want = (", ".join(map(str, sorted(allowed))) if allowed else f"{lo}..{hi}")
+
+    def parse(text):
+        try:
+            got = [int(x) for x in text.split(",")]
+        except ValueError:
+            got = None
+        if not got or any((x not in allowed) if allowed else not lo <= x <= hi for x in got):
+            raise params.argparse.ArgumentTypeError(
+                f"{name} '{text}' is not allowed: want comma-separated counts among {want}"
+                + (" (the sites-N builds of src/builds.tsv)" if allowed else ""))
+        return sorted(set(got))
+    return parse
+
+
+def names_of(name, allowed):
+    def parse(text):
+        got = [x for x in text.split(",") if x]
+        if not got or any(x not in allowed for x in got):
+            raise params.argparse.ArgumentTypeError(
+                f"{name} '{text}' is not allowed: want comma-separated names among "
+                + ", ".join(allowed))
+        return list(dict.fromkeys(got))
+    return parse
+
+
+TRACERS = ("ftrace", "bpftrace", "perf")  # each a Lifecycle class below
+Param = params.Param
+PARAMS = [
+    Param("PROBES", counts_of("PROBES", site_builds()), [1, 10, 100, 1000],
+          "probe sites, each count a sites-N build", "1,10,100,1000"),
+    Param("PROCS", counts_of("PROCS", lo=1, hi=MAX_PROCS), [1, 10, 100],
+          f"held processes mapping the {PROC_SITES}-site build", "1,10,100"),
+    Param("TRACERS", names_of("TRACERS", TRACERS), list(TRACERS),
+          "the tracers of the lifecycle and bystander runs", ",".join(TRACERS)),
+    Param("REPEATS", params.int_in("REPEATS", 1, 100), 6,
+          "the most counted cycles of a cell (6 or more: a 95% interval of the median)"),
+    Param("CELL_S", params.seconds_in("CELL_S", 0, 3600), 20.0,
+          "a cell's counted cycles are as many as fit this, by its pilot (at most REPEATS)"),
+    Param("DETACH_LIMIT_S", params.seconds_in("DETACH_LIMIT_S", 1, 3600), 300.0,
+          "seconds a tracer may take to detach before it is killed (its row says so)"),
+    Param("BY_CALLS", params.int_in("BY_CALLS", 1000, 10 ** 9), 200000,
+          "the untraced process's calls in a bystander run"),
+    Param("BY_RUNS", params.int_in("BY_RUNS", 2, 100), 5,
+          "bystander runs of each way, and of the untraced process with no tracer before it"),
+    params.BY_NAME["NO_INSTALL"],
+]
+NEEDS = {"bpftrace": "bpftrace", "perf": "linux-perf"}  # a tracer's command: its package
+
+
+def parse_args(argv):
+    p = params.Parser(prog="lifecycle.py", description=__doc__.split("\n\n")[0])
+    params.add(p, PARAMS)
+    p.add_argument("--results", default=os.path.join(ROOT, "results"), metavar="DIR")
+    p.add_argument("--no-report", action="store_true", help="do not run scripts/report.py")
+    p.add_argument("--no-bystanders", action="store_true", help="the lifecycle runs only")
+    p.add_argument("--vars", action="store_true",
+                   help="print the variables, one NAME=default a line, and exit (for make)")
+    a = p.parse_args(argv)
+    params.fill(a, PARAMS)
+    return a
+
+
+# -- a process's own bytes -------------------------------------------------------
+class Sites:
+    """Where the sites of BINARY lie in each process that maps it, and the
+    byte each holds now (int3 where a uprobe is live)."""
+
+    def __init__(self, binary, names=None):
+        self.binary = os.path.realpath(binary)
+        elf = elfinfo.Elf(self.binary)
+        notes = [n for n in elf.sdt_notes() if n.provider == "kit"
+                 and (names is None or n.name in names)]
+        self.offsets = {n.name: elf.file_offset(n.pc) for n in notes}
+        self.original = {n: elf.data[o] for n, o in self.offsets.items()}
+        self._addr = {}  # pid: {name: address}
+
+    def addresses(self, pid):
+        if pid not in self._addr:
+            maps = []
+            with open(f"/proc/{pid}/maps") as f:
+                for ln in f:
+                    cols = ln.split()
+                    if len(cols) >= 6 and os.path.realpath(cols[5]) == self.binary:
+                        lo, hi = (int(x, 16) for x in cols[0].split("-"))
+                        maps.append((lo, hi, int(cols[2], 16)))
+            got = {}
+            for name, off in self.offsets.items():
+                for lo, hi, moff in maps:
+                    if moff <= off < moff + hi - lo:
+                        got[name] = lo + off - moff
+            if len(got) != len(self.offsets):
+                return None  # not mapped yet
+            self._addr[pid] = got
+        return self._addr[pid]
+
+    def trapped(self, pid):
+        """How many of the sites hold int3 in PID (None: not mapped)."""
+        addr = self.addresses(pid)
+        if addr is None:
+            return None
+        n = 0
+        with open(f"/proc/{pid}/mem", "rb", buffering=0) as f:
+            for name, a in addr.items():
+                f.seek(a)
+                b = f.read(1)[0]
+                if b == INT3:
+                    n += 1
+                elif b != self.original[name]:
+                    raise RuntimeError(f"{name} in pid {pid} holds {b:#x}, neither its own "
+                                       f"byte {self.original[name]:#x} nor int3")
+        return n
+
+
+class Targets:
+    """Held targets of BUILD (--hold --linger, 1 thread, CALLS calls each),
+    started in a session of their own; stop() ends them all, whatever
+    state they are in (it closes their stdin, then kills what is left)."""
+
+    def __init__(self, build, calls=1):
+        self.binary = os.path.join(BUILD, f"benchmark-{build}")
+        self.calls, self.procs = calls, []
+
+    def start(self, n=1):
+        new = []
+        for _ in range(n):
+            p = subprocess.Popen([self.binary, "--threads", "1", "--iterations", str(self.calls),
+                                  "--hold", "--linger", "--quiet"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, start_new_session=True,
+                                 preexec_fn=host.default_signals)
+            self.procs.append(p)
+            new.append(p)
+        return new
+
+    def mapped(self, sites, procs):
+        """Waits until each of PROCS maps the binary (it is held then)."""
+        for p in procs:
+            if not host.wait_for(lambda: p.poll() is not None or sites.addresses(p.pid), 10):
+                raise RuntimeError(f"target {p.pid} did not map {self.binary} in 10 s")
+            if p.poll() is not None:
+                raise RuntimeError(f"target {p.pid} ended before its release ({p.returncode})")
+
+    def release(self, procs):
+        """Each of PROCS makes its calls: its record, read back."""
+        recs = []
+        for p in procs:
+            p.stdin.write(b"x")
+            p.stdin.flush()
+        for p in procs:
+            recs.append(record.target_record(p.stdout.readline().decode())[0])
+        return recs
+
+    def end(self, procs):
+        for p in procs:
+            if p.stdin and not p.stdin.closed:
+                p.stdin.close()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+            if p.stdout:
+                p.stdout.close()
+            self.procs.remove(p)
+
+    def stop(self):
+        self.end(list(self.procs))
+
+
+def wait_sites(sites, pids, want, limit):
+    """Seconds until every site of every pid reads WANT (all: int3, or
+    none), polling; None past LIMIT."""
+    t0 = time.monotonic()
+    total = len(sites.offsets)
+    while True:
+        host.check_signalled()
+        if all(sites.trapped(pid) == (total if want else 0) for pid in pids):
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > limit:
+            return None
+        time.sleep(POLL_S)
+
+
+def tasks(pid):
+    """The thread ids of PID (a held target's threads all exist)."""
+    return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+
+
+def vm_hwm_kb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            m = re.search(r"^VmHWM:\s+(\d+) kB", f.read(), re.M)
+        return int(m.group(1)) if m else None
+    except OSError:
+        return None
+
+
+# -- the tracers -----------------------------------------------------------------
+class TracerGone(Exception):
+    """The tracer could not attach or ended early: its reason."""
+
+
+class Ftrace:
+    """uprobe_events lines in a group of the kit's own, enabled together
+    (the top buffer is untouched: a kit instance holds the events)."""
+    name, path = "ftrace", "trace_uprobe (uprobe_events)"
+
+    def __init__(self, kit, binary, sites, pid_filter=None, pid_only=False):
+        self.kit, self.binary, self.sites = kit, binary, sites
+        self.group = f"kit_lc_{os.getpid()}"
+        self.pid_filter, self.pid_only = pid_filter, pid_only
+        self.defined, self.proc = [], None
+        self.inst = os.path.join(kit.tracefs, "instances", self.group)
+
+    def start(self):
+        t0 = time.monotonic()
+        os.mkdir(self.inst)
+        tracefs.write(os.path.join(self.inst, "buffer_size_kb"), "64")
+        self.define()
+        ev = os.path.join(self.inst, "events", self.group)
+        if self.pid_filter:  # common_pid is a thread's id: one test per thread
+            test = " || ".join(f"common_pid == {t}" for t in
+                               ([self.pid_filter] if self.pid_only else tasks(self.pid_filter)))
+            for name in self.defined:
+                tracefs.write(os.path.join(ev, self.event(name), "filter"), test)
+        startup = time.monotonic() - t0
+        tracefs.write(os.path.join(ev, "enable"), "1")
+        return startup
+
+    def event(self, site):
+        """SITE's event: uprobe_profile shows no group, so the name is the kit's own."""
+        return f"k{os.getpid()}_{site}"
+
+    def define(self):
+        """The events defined, not enabled (perf opens them so)."""
+        for name, off in self.sites.offsets.items():
+            tracefs.add_uprobe(self.group, self.event(name), self.sites.binary, off)
+            self.defined.append(name)
+
+    def counts(self):
+        return {n: tracefs.hits(self.event(n), self.sites.binary) for n in self.defined}
+
+    def ready(self):
+        return True  # its enable's write returned: every event records
+
+    def recorded(self):
+        return tracefs.written(tracefs.ring_stats(self.inst))
+
+    def stop(self, limit):
+        if os.path.isdir(self.inst):
+            en = os.path.join(self.inst, "events", self.group, "enable")
+            if self.defined and os.path.exists(en):
+                tracefs.write(en, "0")
+        for name in list(self.defined):
+            tracefs.remove_uprobe(self.group, self.event(name))
+            self.defined.remove(name)
+        if os.path.isdir(self.inst):
+            tracefs.remove_instance(self.inst, self.group)
+        return None
+
+
+class Process:
+    """A tracer that is a process of its own: started in a session of its
+    own, stopped with SIGINT as at a terminal, killed past the limit."""
+    proc = None
+    out = None
+
+    def ready(self):
+        """The tracer says it records (beyond its breakpoints being in place)."""
+        return True
+
+    def stop(self, limit):
+        """None, or why it was killed."""
+        if not self.proc or self.proc.poll() is not None:
+            return None
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=limit)
+            return None
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            return f"{self.name} did not detach in {limit:g} s (DETACH_LIMIT_S): killed"
+
+    def spawn(self, cmd, log, env=None):
+        self.out = log
+        self.proc = subprocess.Popen(cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                                     start_new_session=True, env=env,
+                                     preexec_fn=host.default_signals)
+
+    def said(self):
+        with open(self.out, errors="replace") as f:
+            return f.read()
+
+    def gone_why(self):
+        if self.proc.poll() is not None:
+            tail = [ln for ln in self.said().splitlines() if ln.strip()][-3:]
+            raise TracerGone(f"{self.name} exited ({self.proc.returncode}) before its probes "
+                             "were live: " + " | ".join(tail))
+
+
+class Bpftrace(Process):
+    """usdt probes by the binary's path, a count per probe; bpftrace 0.17
+    (bcc) attaches each as a perf-event uprobe with its own program."""
+    name, path = "bpftrace", "perf-event uprobe per probe (bcc)"
+
+    def __init__(self, kit, binary, sites, pid_filter=None, by_pid=False):
+        self.kit, self.sites = kit, sites
+        self.pid_filter, self.by_pid = pid_filter, by_pid
+        names = sorted(sites.offsets)
+        self.glob = names[0] if len(names) == 1 else "site_*"
+        self.attaching = None
+
+    def start(self):
+        test = f"/pid == {self.pid_filter}/ " if self.pid_filter and not self.by_pid else ""
+        # BEGIN fires once every other probe is attached and enabled
+        prog = (f'BEGIN {{ printf("{LIVE_LINE}\\n"); }} '
+                f"usdt:{self.sites.binary}:kit:{self.glob} {test}{{ @[probe] = count(); }}")
+        n = len(self.sites.offsets) + 10
+        env = dict(os.environ, BPFTRACE_MAX_PROBES=str(n), BPFTRACE_MAX_BPF_PROGS=str(n))
+        cmd = ["bpftrace", *(["-p", str(self.pid_filter)] if self.by_pid else []), "-e", prog]
+        t0 = time.monotonic()
+        self.spawn(cmd, self.kit.log("bpftrace"), env)
+        while "Attaching" not in self.said():  # its compile and load, then the attach
+            self.gone_why()
+            if time.monotonic() - t0 > LIVE_LIMIT_S:
+                raise TracerGone(f"bpftrace said nothing of attaching in {LIVE_LIMIT_S} s")
+            time.sleep(POLL_S)
+        return time.monotonic() - t0
+
+    def ready(self):
+        return LIVE_LINE in self.said()
+
+    def counts(self):
+        """After stop(): its maps, printed as it ended."""
+        got = {}
+        for m in re.finditer(r"^@\[usdt:[^\]]*:kit:(\w+)\]: (\d+)$", self.said(), re.M):
+            got[m.group(1)] = int(m.group(2))
+        return {n: got.get(n, 0) for n in self.sites.offsets}
+
+
+class Perf(Process):
+    """The kit's own uprobe_events lines (as perf probe writes them), opened
+    by `perf stat -a` as tracepoints: a perf event per probe and CPU; with a
+    pid, `perf stat -p`, and the kernel's filter keeps the breakpoint out
+    of every other process."""
+    name, path = "perf", "perf-event uprobe per probe and CPU (perf stat)"
+
+    def __init__(self, kit, binary, sites, pid_filter=None, by_tid=False):
+        self.kit, self.sites, self.pid_filter, self.by_tid = kit, sites, pid_filter, by_tid
+        self.events = Ftrace(kit, binary, sites)
+        self.control, self.heard = [], []
+
+    def start(self):
+        """perf stat with its events opened disabled (-D -1) and enabled
+        through its control FIFO: the breakpoints are in place at the open,
+        before the events count (seen: 1,000 probes, every count 0 where the
+        targets were released at the breakpoints), so it is live at its ack."""
+        t0 = time.monotonic()
+        self.events.define()
+        self.stat = self.kit.log("perf-stat")
+        ctl, ack = self.stat + ".ctl", self.stat + ".ack"
+        for f in (ctl, ack):
+            os.mkfifo(f)
+        self.control = [os.open(ctl, os.O_RDWR), os.open(ack, os.O_RDONLY | os.O_NONBLOCK)]
+        os.write(self.control[0], b"enable\n")  # waits in the FIFO until perf reads it
+        who = (["-t", ",".join(map(str, tasks(self.pid_filter)))] if self.by_tid
+               else ["-p", str(self.pid_filter)] if self.pid_filter else ["-a"])
+        self.spawn(["perf", "stat", "-x,", "--no-big-num", "-o", self.stat, *who,
+                    "-e", f"{self.events.group}:*", "-D", "-1", "--control", f"fifo:{ctl},{ack}"],
+                   self.kit.log("perf"))
+        return time.monotonic() - t0
+
+    def ready(self):
+        try:
+            self.heard.append(os.read(self.control[1], 64))
+        except BlockingIOError:
+            pass
+        return b"ack" in b"".join(self.heard)
+
+    def counts(self):
+        got = {}
+        with open(self.stat, errors="replace") as f:
+            for ln in f:
+                cols = ln.strip().split(",")
+                if len(cols) > 2 and cols[2].startswith(self.events.group + ":"):
+                    got[cols[2].split(":", 1)[1]] = int(cols[0]) if cols[0].isdigit() else 0
+        return {n: got.get(self.events.event(n), 0) for n in self.sites.offsets}
+
+    def stop(self, limit):
+        try:
+            return Process.stop(self, limit)
+        finally:
+            self.events.stop(limit)
+            for fd in self.control:
+                os.close(fd)
+            self.control = []
+            for f in (self.stat + ".ctl", self.stat + ".ack"):
+                if os.path.exists(f):
+                    os.remove(f)
+
+
+CLASSES = {"ftrace": Ftrace, "bpftrace": Bpftrace, "perf": Perf}
+
+
+# -- the kit ---------------------------------------------------------------------
+class Kit:
+    def __init__(self, args):
+        self.args = args
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        os.makedirs(args.results, exist_ok=True)
+        self.dir, n = os.path.join(args.results, f"{stamp}-lifecycle"), 1
+        while os.path.exists(self.dir):
+            n += 1
+            self.dir = os.path.join(args.results, f"{stamp}-lifecycle-{n}")
+        self.logs = os.path.join(self.dir, "logs")
+        os.makedirs(self.logs)
+        self.meta = {"started": record.now(), "kind": KIND, "unit": "ns",
+                     "kernel": os.uname().release,
+                     "inputs": {p.name: getattr(args, p.dest) for p in PARAMS},
+                     "tracers": {}, "skipped": {}}
+        self.write_meta()
+        self.tables = {}
+        for name, cols in ((LIFECYCLE_CSV, LC_COLUMNS), (BYSTANDER_CSV, BY_COLUMNS)):
+            f = open(os.path.join(self.dir, name), "w", newline="")
+            w = csv.DictWriter(f, cols)
+            w.writeheader()
+            f.flush()
+            self.tables[name] = (f, w)
+        latest = os.path.join(args.results, "latest")
+        if os.path.islink(latest) or not os.path.exists(latest):
+            tmp = latest + f".{os.getpid()}"
+            os.symlink(os.path.basename(self.dir), tmp)
+            os.replace(tmp, latest)
+        self.tracefs, self.live = None, []  # the tracers started and not yet stopped
+
+    def log(self, name):
+        """A new log file for NAME: NAME-K.log, K counting up."""
+        self.logged = getattr(self, "logged", 0) + 1
+        return os.path.join(self.logs, f"{name}-{self.logged}.log")
+
+    def write_meta(self):
+        host.write_json(os.path.join(self.dir, "meta.json"), self.meta)
+
+    def write(self, table, row):
+        f, w = self.tables[table]
+        w.writerow({k: ("" if v is None else v) for k, v in row.items()})
+        f.flush()
+        os.fsync(f.fileno())
+
+    def close(self):
+        for f, _ in self.tables.values():
+            f.close()
+        self.meta["ended"] = record.now()
+        self.write_meta()
+
+    def tracer(self, name, binary, sites, **kw):
+        t = CLASSES[name](self, binary, sites, **kw)
+        self.live.append(t)
+        return t
+
+    def stop_tracer(self, t, limit):
+        try:
+            return t.stop(limit)
+        finally:
+            self.live.remove(t)
+
+    def cleanup(self):
+        for t in list(self.live):
+            try:
+                self.stop_tracer(t, 10)
+            except Exception as e:  # noqa: BLE001 (the next one is still undone)
+                say(f"lifecycle: {t.name}: could not undo its probes: {e}")
+
+
+def cycle(kit, name, sweep, nsites, nprocs, index):
+    """One attach, fire and detach of NAME on NSITES sites in NPROCS held
+    targets: its row."""
+    build = site_builds()[nsites]
+    targets = Targets(build)
+    row = dict(tracer=name, path=CLASSES[name].path, sweep=sweep, sites=nsites, procs=nprocs,
+               cycle=index, status="ok")
+    t = None
+    try:
+        procs = targets.start(nprocs)
+        sites = Sites(targets.binary)
+        targets.mapped(sites, procs)
+        pids = [p.pid for p in procs]
+        t = kit.tracer(name, targets.binary, sites)
+        t0 = time.monotonic()
+        row["startup_s"] = t.start()
+        while True:
+            if all(sites.trapped(pid) == nsites for pid in pids) and t.ready():
+                break
+            if isinstance(t, Process):
+                t.gone_why()
+            if time.monotonic() - t0 > LIVE_LIMIT_S:
+                raise TracerGone(f"its probes were not live in {LIVE_LIMIT_S} s")
+            host.check_signalled()
+            time.sleep(POLL_S)
+        row["attach_s"] = time.monotonic() - t0
+        if isinstance(t, Process):
+            row["tracer_kb"] = vm_hwm_kb(t.proc.pid)
+        late = targets.start(1)
+        targets.mapped(sites, late)
+        row["late_covered"] = "yes" if sites.trapped(late[0].pid) == nsites else "no"
+        everyone = procs + late
+        recs = targets.release(everyone)
+        if any(r is None for r in recs):
+            raise TracerGone("a target ended without its record")
+        before = t.counts() if name == "ftrace" else None
+        t1 = time.monotonic()
+        killed = kit.stop_tracer(t, kit.args.detach_limit_s)
+        gone = wait_sites(sites, [p.pid for p in everyone], False, kit.args.detach_limit_s)
+        if gone is None:
+            raise TracerGone(f"probes still in the processes {kit.args.detach_limit_s:g} s "
+                             "after the stop")
+        row["detach_s"] = time.monotonic() - t1
+        if killed:
+            row.update(status="killed", reason=killed)
+        got = before or t.counts()
+        want = len(everyone) if row["late_covered"] == "yes" else nprocs
+        bad = {n: c for n, c in got.items() if c != want}
+        row["counted"] = "ok" if not bad else "mismatch"
+        if bad and row["status"] == "ok":
+            row.update(status="mismatch", reason=f"{len(bad)} of {nsites} sites counted other than "
+                       f"{want}: e.g. {next(iter(bad))}={next(iter(bad.values()))}")
+    except TracerGone as e:
+        row.update(status="failed", reason=str(e))
+    finally:
+        if t in kit.live:
+            with host.deferred():
+                kit.stop_tracer(t, kit.args.detach_limit_s)
+        targets.stop()
+    return row
+
+
+def lifecycle_cells(args):
+    for n in args.probes:
+        yield "sites", n, 1
+    for n in args.procs:
+        yield "procs", PROC_SITES, n
+
+
+def run_cell(kit, name, sweep, nsites, nprocs):
+    """A cell: its pilot, then as many cycles as fit CELL_S (REPEATS at most)."""
+    pilot = cycle(kit, name, sweep, nsites, nprocs, 0)
+    kit.write(LIFECYCLE_CSV, pilot)
+    if pilot["status"] not in ("ok", "mismatch"):
+        say(f"lifecycle: {name} {sweep} {nsites} sites x {nprocs}: {pilot['status']}: "
+            f"{pilot['reason']}")
+        return
+    took = pilot["attach_s"] + pilot["detach_s"]
+    more = min(kit.args.repeats, int(kit.args.cell_s // took) if took > 0 else kit.args.repeats)
+    for i in range(1, more + 1):
+        kit.write(LIFECYCLE_CSV, cycle(kit, name, sweep, nsites, nprocs, i))
+    say(f"lifecycle: {name:8} {nsites:5} sites x {nprocs:3} processes: attach "
+        f"{pilot['attach_s']:.3f} s, detach {pilot['detach_s']:.3f} s (pilot), "
+        f"{more} more cycles")
+
+
+# -- the bystanders --------------------------------------------------------------
+# (way, tracer, how it filters on the traced pid); "untraced" is the baseline.
+WAYS = [
+    (BASELINE_WAY, None, {}),
+    ("ftrace common_pid filter (each thread)", "ftrace", {}),
+    # what a user may write first: the process's pid, which is its main
+    # thread's id only (the target's calls are on another thread)
+    ("ftrace common_pid == PID", "ftrace", {"pid_only": True}),
+    ("perf stat -p", "perf", {}),
+    ("perf stat -t (each thread)", "perf", {"by_tid": True}),
+    ("bpftrace /pid == P/", "bpftrace", {}),
+    ("bpftrace -p", "bpftrace", {"by_pid": True}),
+]
+
+
+def bystander_way(kit, way, name, kw):
+    """BY_RUNS runs of the untraced process while NAME traces the other
+    one its way (or no tracer: "untraced")."""
+    traced, untraced = Targets(LIB_BUILD, TRACED_CALLS), Targets(LIB_BUILD, kit.args.by_calls)
+    sites = Sites(LIBRARY, {LIB_MARKER})
+    t, counted, rows = None, None, []
+    try:
+        if name:
+            tp = traced.start(1)
+            traced.mapped(sites, tp)
+            t = kit.tracer(name, LIBRARY, sites, pid_filter=tp[0].pid, **kw)
+            t.start()
+            if wait_sites(sites, [tp[0].pid], True, LIVE_LIMIT_S) is None or not \
+                    host.wait_for(t.ready, LIVE_LIMIT_S):
+                if isinstance(t, Process):
+                    t.gone_why()
+                raise TracerGone("its probe was not live in the traced process")
+            recs = traced.release(tp)
+            if recs[0] is None:
+                raise TracerGone("the traced process ended without its record")
+        for i in range(kit.args.by_runs):
+            up = untraced.start(1)
+            untraced.mapped(sites, up)
+            trap = sites.trapped(up[0].pid) == 1
+            rec = untraced.release(up)[0]
+            untraced.end(up)
+            if rec is None:
+                raise TracerGone("the untraced process ended without its record")
+            th = rec["per_thread"][0]
+            rows.append(dict(way=way, tracer=name or "", run=i, status="ok",
+                             trap_in_untraced="yes" if trap else "no", calls=th["calls"],
+                             wall_ns=th["wall_ns"], user_ns=th["user_ns"], sys_ns=th["sys_ns"]))
+        if t:
+            if name == "ftrace":
+                counted = t.recorded()
+                killed = kit.stop_tracer(t, kit.args.detach_limit_s)
+            else:
+                killed = kit.stop_tracer(t, kit.args.detach_limit_s)
+                counted = sum(t.counts().values())
+            for r in rows:
+                r["traced_counted"] = counted
+                if killed:
+                    r.update(status="killed", reason=killed)
+                elif counted != TRACED_CALLS:
+                    r.update(status="mismatch", reason=f"the traced process made {TRACED_CALLS} "
+                             f"calls and {name} counted {counted}")
+    except TracerGone as e:
+        rows = [dict(way=way, tracer=name or "", run=0, status="failed", reason=str(e))]
+    finally:
+        if t in kit.live:
+            with host.deferred():
+                kit.stop_tracer(t, kit.args.detach_limit_s)
+        traced.stop()
+        untraced.stop()
+    for r in rows:
+        kit.write(BYSTANDER_CSV, r)
+    return rows
+
+
+def bystanders(kit, tracers):
+    for way, name, kw in WAYS:
+        if name and name not in tracers:
+            continue
+        if name:  # its baseline: the same process with no tracer, just before
+            bystander_way(kit, BASELINE_WAY, None, {})
+        rows = bystander_way(kit, way, name, kw)
+        ok = [r for r in rows if r["status"] == "ok"]
+        if ok:
+            per = sum(r["wall_ns"] for r in ok) / sum(r["calls"] for r in ok)
+            say(f"lifecycle: bystander, {way}: {per:.1f} ns a call in the untraced process "
+                f"(trap there: {ok[0]['trap_in_untraced']})")
+        else:
+            say(f"lifecycle: bystander, {way}: {rows[0]['status']}: {rows[0].get('reason')}")
+
+
+# -- main ------------------------------------------------------------------------
+def available(name):
+    """Why tracer NAME cannot run here, or None (NEEDS: its command, its package)."""
+    if name in NEEDS and not shutil.which(name):
+        return f"no {name} (Debian package {NEEDS[name]})"
+    return None
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.vars:
+        print("\n".join(params.defaults(PARAMS)))
+        return 0
+    if os.geteuid() != 0:
+        print("lifecycle: needs root (it defines uprobes and reads other processes' memory)",
+              file=sys.stderr)
+        return 2
+    kit = None
+    with host.stoppable():
+        try:
+            host.lock("lifecycle")
+            missing = sorted({NEEDS[t] for t in args.tracers
+                              if available(t)})
+            host.install("lifecycle", missing, args.no_install)
+            if not host.make_all("lifecycle"):
+                return 1
+            kit = Kit(args)
+            kit.tracefs = tracefs.MOUNTS.ensure()
+            if not kit.tracefs:
+                say("lifecycle: no tracefs here (not mountable): nothing can attach")
+                return 1
+            tracers = []
+            for name in args.tracers:
+                why = available(name)
+                if why:
+                    say(f"lifecycle: {name}: skipped: {why}")
+                    kit.meta["skipped"][name] = why
+                else:
+                    tracers.append(name)
+                    kit.meta["tracers"][name] = host.first_line(
+                        [name, "--version"] if name != "ftrace" else ["uname", "-r"])
+            kit.write_meta()
+            t0 = time.monotonic()
+            for name in tracers:
+                for sweep, nsites, nprocs in lifecycle_cells(args):
+                    run_cell(kit, name, sweep, nsites, nprocs)
+            kit.meta["lifecycle_s"] = round(time.monotonic() - t0, 1)
+            t0 = time.monotonic()
+            if not args.no_bystanders:
+                bystanders(kit, tracers)
+            kit.meta["bystander_s"] = round(time.monotonic() - t0, 1)
+        except Interrupted as e:
+            say(f"lifecycle: stopped ({e.args[0] if e.args else 'SIGINT'}); undoing its probes")
+            if kit:
+                kit.meta["interrupted"] = e.args[0] if e.args else "SIGINT"
+            return 130
+        finally:
+            with host.deferred():
+                if kit:
+                    kit.cleanup()
+                    kit.close()
+                tracefs.MOUNTS.release()
+    say(f"lifecycle: results in {os.path.relpath(kit.dir, ROOT)}")
+    if not args.no_report:
+        subprocess.run([sys.executable, os.path.join(HERE, "report.py"), kit.dir])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
