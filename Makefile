@@ -44,18 +44,19 @@ has_header = $(shell printf '\043include <%s>\n' $(1) | $(CC) -E -x c - >/dev/nu
 HAVE.plain := y
 HAVE.sdt := $(if $(shell command -v $(DTRACE)),$(call has_header,sys/sdt.h))
 HAVE.ust := $(call has_header,lttng/tracepoint.h)
-HAVE.lib := $(call has_header,sys/sdt.h)
+HAVE.lib := $(HAVE.sdt)
 PACKAGE.sdt := systemtap-sdt-dev
 PACKAGE.ust := liblttng-ust-dev
-PACKAGE.lib := systemtap-sdt-dev
+PACKAGE.lib := $(PACKAGE.sdt)
 WHAT.sdt := dtrace or <sys/sdt.h>
 WHAT.ust := <lttng/tracepoint.h>
-WHAT.lib := <sys/sdt.h>
+WHAT.lib := $(WHAT.sdt)
 DEPS.sdt := build/probes.h build/probes.o
 DEPS.ust := build/ust_provider.o src/ust_tp.h
 DEPS.lib := build/libkit-bystander.so src/kitlib.h
 LIBS.ust := -llttng-ust -ldl
-# $ORIGIN (doubled twice: the build rule is expanded twice): the target finds
+# $ORIGIN (its $ doubled twice: eval expands the build rule once, and the recipe
+# once more): the target finds
 # the library beside itself, wherever build/ is
 LIBS.lib := -Lbuild -lkit-bystander -Wl,-rpath,'$$$$ORIGIN'
 
@@ -79,7 +80,7 @@ needs:
 
 # Every build kind's package, needed or not (the lab's guests run the builds).
 packages:
-	@$(foreach k,$(sort $(foreach b,$(BUILDS),$(call KIND,$(b)))),$(if $(PACKAGE.$(k)),echo $(PACKAGE.$(k));))
+	@$(foreach p,$(sort $(foreach k,$(sort $(foreach b,$(BUILDS),$(call KIND,$(b)))),$(PACKAGE.$(k)))),echo $(p);)
 
 configs:
 	$(Q)$(PYTHON) scripts/run.py --list

@@ -64,9 +64,23 @@ LIB_BUILD, LIB_MARKER = "lib", "lib_call"
 INT3 = 0xCC
 POLL_S = 0.002  # between two reads of every site
 LIVE_LIMIT_S = 600  # s from a tracer's start to its probes live: past it the row fails
+# s the kernel may take, once the tracer has exited or been killed, to take
+# the breakpoints out: a killed tracer's perf events still unregister one by
+# one as its files close (~0.1 s a probe here), so GONE_S + GONE_PER_SITE_S a
+# site.  Past it, what is still int3 is said in the row.  (Seen on 6.18: a
+# bpftrace killed mid-detach left one of 100 sites int3 in every held process
+# for good, its uprobe gone; the kit's targets then end, taking it with them.)
+GONE_S, GONE_PER_SITE_S = 5, 0.3
 MAX_PROCS = 200
 PROC_SITES = 1  # the sites-N build of the process sweep
+STOP_S = 10  # s a tracer has to detach once the kit is stopped (then killed)
+END_S = 10  # s the held targets have to end once released, all together
 TRACED_CALLS = 1000  # the bystander run's traced process: its calls, counted
+
+
+def builds_used():
+    """The builds of src/builds.tsv that make lifecycle runs (no configuration's)."""
+    return {*site_builds().values(), LIB_BUILD}
 
 
 def site_builds():
@@ -103,11 +117,11 @@ def names_of(name, allowed):
     return parse
 
 
-TRACERS = ("ftrace", "bpftrace", "perf")  # each a Lifecycle class below
+TRACERS = ("ftrace", "bpftrace", "perf")  # CLASSES below: a class each
 Param = params.Param
 PARAMS = [
-    Param("PROBES", counts_of("PROBES", site_builds()), [1, 10, 100, 1000],
-          "probe sites, each count a sites-N build", "1,10,100,1000"),
+    Param("PROBES", counts_of("PROBES", site_builds()), sorted(site_builds()),
+          "probe sites, each count a sites-N build", ",".join(map(str, sorted(site_builds())))),
     Param("PROCS", counts_of("PROCS", lo=1, hi=MAX_PROCS), [1, 10, 100],
           f"held processes mapping the {PROC_SITES}-site build", "1,10,100"),
     Param("TRACERS", names_of("TRACERS", TRACERS), list(TRACERS),
@@ -160,7 +174,9 @@ class Sites:
             with open(f"/proc/{pid}/maps") as f:
                 for ln in f:
                     cols = ln.split()
-                    if len(cols) >= 6 and os.path.realpath(cols[5]) == self.binary:
+                    # uprobes write only into executable mappings
+                    if len(cols) >= 6 and "x" in cols[1] and \
+                            os.path.realpath(cols[5]) == self.binary:
                         lo, hi = (int(x, 16) for x in cols[0].split("-"))
                         maps.append((lo, hi, int(cols[2], 16)))
             got = {}
@@ -196,9 +212,12 @@ class Targets:
     started in a session of their own; stop() ends them all, whatever
     state they are in (it closes their stdin, then kills what is left)."""
 
+    ALL = []  # every Targets made: Kit.cleanup ends what is left of each
+
     def __init__(self, build, calls=1):
         self.binary = os.path.join(BUILD, f"benchmark-{build}")
         self.calls, self.procs = calls, []
+        Targets.ALL.append(self)
 
     def start(self, n=1):
         new = []
@@ -231,17 +250,28 @@ class Targets:
         return recs
 
     def end(self, procs):
-        for p in procs:
-            if p.stdin and not p.stdin.closed:
-                p.stdin.close()
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-            if p.stdout:
-                p.stdout.close()
-            self.procs.remove(p)
+        """PROCS end: their stdin closed (the release from --linger), then
+        one shared deadline, then SIGKILL to each one's own session."""
+        with host.deferred():
+            for p in procs:
+                if p.stdin and not p.stdin.closed:
+                    try:
+                        p.stdin.close()
+                    except BrokenPipeError:  # it is gone already
+                        pass
+            deadline = time.monotonic() + END_S
+            for p in procs:
+                try:
+                    p.wait(timeout=max(0.01, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    try:
+                        os.killpg(p.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    p.wait()
+                if p.stdout:
+                    p.stdout.close()
+                self.procs.remove(p)
 
     def stop(self):
         self.end(list(self.procs))
@@ -314,8 +344,8 @@ class Ftrace:
     def define(self):
         """The events defined, not enabled (perf opens them so)."""
         for name, off in self.sites.offsets.items():
+            self.defined.append(name)  # first: a line half-added is still removed
             tracefs.add_uprobe(self.group, self.event(name), self.sites.binary, off)
-            self.defined.append(name)
 
     def counts(self):
         return {n: tracefs.hits(self.event(n), self.sites.binary) for n in self.defined}
@@ -327,15 +357,32 @@ class Ftrace:
         return tracefs.written(tracefs.ring_stats(self.inst))
 
     def stop(self, limit):
-        if os.path.isdir(self.inst):
-            en = os.path.join(self.inst, "events", self.group, "enable")
-            if self.defined and os.path.exists(en):
+        """Every line of the kit's group removed, each tried whatever the
+        others did; the first error raised once all were tried."""
+        errors = []
+        en = os.path.join(self.inst, "events", self.group, "enable")
+        if self.defined and os.path.exists(en):
+            try:
                 tracefs.write(en, "0")
+            except OSError as e:
+                errors.append(e)
+        events = os.path.join(self.kit.tracefs, "uprobe_events")
         for name in list(self.defined):
-            tracefs.remove_uprobe(self.group, self.event(name))
+            try:
+                tracefs.write(events, f"-:{self.group}/{self.event(name)}")
+            except FileNotFoundError:  # never added (its add failed)
+                pass
+            except OSError as e:
+                errors.append(e)
+                continue
             self.defined.remove(name)
         if os.path.isdir(self.inst):
-            tracefs.remove_instance(self.inst, self.group)
+            try:
+                tracefs.remove_instance(self.inst, self.group)
+            except OSError as e:
+                errors.append(e)
+        if errors:
+            raise errors[0]
         return None
 
 
@@ -350,17 +397,26 @@ class Process:
         return True
 
     def stop(self, limit):
-        """None, or why it was killed."""
+        """None, or why it was killed; it is gone when this returns or raises."""
         if not self.proc or self.proc.poll() is not None:
             return None
-        self.proc.send_signal(signal.SIGINT)
         try:
+            self.proc.send_signal(signal.SIGINT)
             self.proc.wait(timeout=limit)
             return None
         except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+            self.kill()
             return f"{self.name} did not detach in {limit:g} s (DETACH_LIMIT_S): killed"
+        finally:
+            self.kill()  # (Ctrl-C during its wait: it goes too)
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
 
     def spawn(self, cmd, log, env=None):
         self.out = log
@@ -411,6 +467,13 @@ class Bpftrace(Process):
     def ready(self):
         return LIVE_LINE in self.said()
 
+    def stop(self, limit):
+        try:
+            return Process.stop(self, limit)
+        finally:  # what bcc leaves in uprobe_events when it fails or is killed
+            if self.proc:
+                tracefs.remove_leftovers(self.sites.binary, [self.proc.pid], self.kit.tracefs)
+
     def counts(self):
         """After stop(): its maps, printed as it ended."""
         got = {}
@@ -429,7 +492,7 @@ class Perf(Process):
     def __init__(self, kit, binary, sites, pid_filter=None, by_tid=False):
         self.kit, self.sites, self.pid_filter, self.by_tid = kit, sites, pid_filter, by_tid
         self.events = Ftrace(kit, binary, sites)
-        self.control, self.heard = [], []
+        self.control, self.heard, self.stat = [], [], None
 
     def start(self):
         """perf stat with its events opened disabled (-D -1) and enabled
@@ -442,7 +505,8 @@ class Perf(Process):
         ctl, ack = self.stat + ".ctl", self.stat + ".ack"
         for f in (ctl, ack):
             os.mkfifo(f)
-        self.control = [os.open(ctl, os.O_RDWR), os.open(ack, os.O_RDONLY | os.O_NONBLOCK)]
+        self.control.append(os.open(ctl, os.O_RDWR))
+        self.control.append(os.open(ack, os.O_RDONLY | os.O_NONBLOCK))
         os.write(self.control[0], b"enable\n")  # waits in the FIFO until perf reads it
         who = (["-t", ",".join(map(str, tasks(self.pid_filter)))] if self.by_tid
                else ["-p", str(self.pid_filter)] if self.pid_filter else ["-a"])
@@ -469,15 +533,15 @@ class Perf(Process):
 
     def stop(self, limit):
         try:
-            return Process.stop(self, limit)
+            return Process.stop(self, limit)  # perf is gone after it, whatever happened
         finally:
-            self.events.stop(limit)
             for fd in self.control:
                 os.close(fd)
             self.control = []
-            for f in (self.stat + ".ctl", self.stat + ".ack"):
+            for f in ((self.stat + ".ctl", self.stat + ".ack") if self.stat else ()):
                 if os.path.exists(f):
                     os.remove(f)
+            self.events.stop(limit)
 
 
 CLASSES = {"ftrace": Ftrace, "bpftrace": Bpftrace, "perf": Perf}
@@ -540,17 +604,34 @@ class Kit:
         return t
 
     def stop_tracer(self, t, limit):
-        try:
-            return t.stop(limit)
-        finally:
-            self.live.remove(t)
+        """T stopped; it leaves the kit's list only once its stop succeeded
+        (else Kit.cleanup tries again).  A signal meanwhile: a short limit."""
+        why = t.stop(STOP_S if host.SIGNALLED else limit)
+        self.live.remove(t)
+        return why
 
     def cleanup(self):
+        """Every tracer and held target of the kit's still there, each tried
+        whatever the others did."""
         for t in list(self.live):
             try:
-                self.stop_tracer(t, 10)
+                self.stop_tracer(t, STOP_S)
             except Exception as e:  # noqa: BLE001 (the next one is still undone)
                 say(f"lifecycle: {t.name}: could not undo its probes: {e}")
+        for targets in Targets.ALL:
+            targets.stop()
+
+
+def undo(kit, t, *targets):
+    """Tracer T (if the kit still has it) stopped, then TARGETS ended,
+    whatever the stop did; no signal cuts it in half."""
+    with host.deferred():
+        try:
+            if t in kit.live:
+                kit.stop_tracer(t, kit.args.detach_limit_s)
+        finally:
+            for x in targets:
+                x.stop()
 
 
 def cycle(kit, name, sweep, nsites, nprocs, index):
@@ -591,10 +672,14 @@ def cycle(kit, name, sweep, nsites, nprocs, index):
         before = t.counts() if name == "ftrace" else None
         t1 = time.monotonic()
         killed = kit.stop_tracer(t, kit.args.detach_limit_s)
-        gone = wait_sites(sites, [p.pid for p in everyone], False, kit.args.detach_limit_s)
+        limit = GONE_S + GONE_PER_SITE_S * nsites
+        gone = wait_sites(sites, [p.pid for p in everyone], False, limit)
         if gone is None:
-            raise TracerGone(f"probes still in the processes {kit.args.detach_limit_s:g} s "
-                             "after the stop")
+            left = sum(sites.trapped(p.pid) for p in everyone)
+            why = (f"{left} breakpoints of {nsites} sites x {len(everyone)} processes still int3 "
+                   f"{limit:g} s after the tracer {'was killed' if killed else 'stopped'} "
+                   "(each would stop its process with SIGTRAP)")
+            raise TracerGone(f"{killed}; {why}" if killed else why)
         row["detach_s"] = time.monotonic() - t1
         if killed:
             row.update(status="killed", reason=killed)
@@ -606,12 +691,12 @@ def cycle(kit, name, sweep, nsites, nprocs, index):
             row.update(status="mismatch", reason=f"{len(bad)} of {nsites} sites counted other than "
                        f"{want}: e.g. {next(iter(bad))}={next(iter(bad.values()))}")
     except TracerGone as e:
-        row.update(status="failed", reason=str(e))
+        row.update(status="killed" if "(DETACH_LIMIT_S): killed" in str(e) else "failed",
+                   reason=str(e))
+    except (OSError, RuntimeError) as e:  # a target that died, a write refused
+        row.update(status="failed", reason=f"{type(e).__name__}: {e}")
     finally:
-        if t in kit.live:
-            with host.deferred():
-                kit.stop_tracer(t, kit.args.detach_limit_s)
-        targets.stop()
+        undo(kit, t, targets)
     return row
 
 
@@ -700,14 +785,11 @@ def bystander_way(kit, way, name, kw):
                 elif counted != TRACED_CALLS:
                     r.update(status="mismatch", reason=f"the traced process made {TRACED_CALLS} "
                              f"calls and {name} counted {counted}")
-    except TracerGone as e:
-        rows = [dict(way=way, tracer=name or "", run=0, status="failed", reason=str(e))]
+    except (TracerGone, OSError, RuntimeError) as e:
+        why = str(e) if isinstance(e, TracerGone) else f"{type(e).__name__}: {e}"
+        rows = [dict(way=way, tracer=name or "", run=0, status="failed", reason=why)]
     finally:
-        if t in kit.live:
-            with host.deferred():
-                kit.stop_tracer(t, kit.args.detach_limit_s)
-        traced.stop()
-        untraced.stop()
+        undo(kit, t, traced, untraced)
     for r in rows:
         kit.write(BYSTANDER_CSV, r)
     return rows
@@ -715,10 +797,9 @@ def bystander_way(kit, way, name, kw):
 
 def bystanders(kit, tracers):
     for way, name, kw in WAYS:
-        if name and name not in tracers:
+        if not name or name not in tracers:  # (the baseline runs before each way)
             continue
-        if name:  # its baseline: the same process with no tracer, just before
-            bystander_way(kit, BASELINE_WAY, None, {})
+        bystander_way(kit, BASELINE_WAY, None, {})  # the same process, no tracer, just before
         rows = bystander_way(kit, way, name, kw)
         ok = [r for r in rows if r["status"] == "ok"]
         if ok:
@@ -746,6 +827,10 @@ def main(argv=None):
         print("lifecycle: needs root (it defines uprobes and reads other processes' memory)",
               file=sys.stderr)
         return 2
+    if os.uname().machine != "x86_64":  # a live site reads as int3, x86's breakpoint
+        print(f"lifecycle: runs on x86_64 only (this is {os.uname().machine}): it reads a live "
+              "probe as int3 in the process's memory", file=sys.stderr)
+        return 2
     kit = None
     with host.stoppable():
         try:
@@ -754,6 +839,13 @@ def main(argv=None):
                               if available(t)})
             host.install("lifecycle", missing, args.no_install)
             if not host.make_all("lifecycle"):
+                return 1
+            needed = [site_builds()[n] for n in {*args.probes, PROC_SITES}] + [LIB_BUILD]
+            unbuilt = [b for b in needed if not os.path.exists(Targets(b).binary)]
+            Targets.ALL.clear()
+            if unbuilt:
+                say(f"lifecycle: not built: {', '.join(unbuilt)} (they need <sys/sdt.h> and "
+                    "dtrace: Debian package systemtap-sdt-dev); nothing was attached")
                 return 1
             kit = Kit(args)
             kit.tracefs = tracefs.MOUNTS.ensure()
@@ -785,6 +877,11 @@ def main(argv=None):
             if kit:
                 kit.meta["interrupted"] = e.args[0] if e.args else "SIGINT"
             return 130
+        except Exception as e:  # the kit's own fault: said, in meta.json too, and undone
+            say(f"lifecycle: failed: {type(e).__name__}: {e}; undoing its probes")
+            if kit:
+                kit.meta["failed"] = f"{type(e).__name__}: {e}"
+            return 1
         finally:
             with host.deferred():
                 if kit:

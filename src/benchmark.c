@@ -711,8 +711,8 @@ static int hold_until_released(const char *flag, int eof_ok)
 		;
 	if (n == 1 || (n == 0 && eof_ok))
 		return 0;
-	fprintf(stderr, "benchmark: %s: %s before the release\n", flag,
-		n == 0 ? "stdin closed" : strerror(errno));
+	fprintf(stderr, "benchmark: %s: %s before %s\n", flag,
+		n == 0 ? "stdin closed" : strerror(errno), eof_ok ? "its byte" : "the release");
 	return -1;
 }
 

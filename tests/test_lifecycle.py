@@ -145,9 +145,14 @@ class Faults(StateTest):
             # 100 perf-event uprobes take far more than 1 s to detach here
             # (each waits a grace period): killed, and still gone after
             self.assertEqual(row["status"], "killed", row)
-            self.assertRegex(row["reason"], r"bpftrace did not detach in 1 s \(DETACH_LIMIT_S\): "
+            self.assertRegex(row["reason"], r"^bpftrace did not detach in 1 s \(DETACH_LIMIT_S\): "
                                             r"killed")
-            self.assertGreater(float(row["detach_s"]), 0)
+            # gone after it (detach_s), or what the kernel left said (seen on
+            # 6.18: a breakpoint left int3 in the processes), never hidden;
+            # StateTest: nothing is left once the kit's targets have ended
+            if not row["detach_s"]:
+                self.assertRegex(row["reason"], r"; \d+ breakpoints of 100 sites x 2 processes "
+                                                r"still int3 35 s after the tracer was killed")
 
     def test_ctrl_c_mid_run(self):
         need_tracer(self, "bpftrace")

@@ -446,10 +446,6 @@ class Pairing(unittest.TestCase):
         self.assertTrue(o["bounded"])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class MedianInterval(unittest.TestCase):
     """stats.median_ci, make lifecycle's interval of a median: order
     statistics worked by hand, and its coverage simulated under the kit's
@@ -484,3 +480,7 @@ class MedianInterval(unittest.TestCase):
         self.assertGreater(total, 2000)
         se = math.sqrt(0.95 * 0.05 / total)
         self.assertGreaterEqual(held / total, 0.95 - 3 * se, f"{held} of {total}")
+
+
+if __name__ == "__main__":
+    unittest.main()

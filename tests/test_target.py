@@ -13,6 +13,7 @@ import unittest
 from kit_test import EXPECTED, StateTest, build, need, need_build, need_root, run, unavailable
 import configs
 import elfinfo
+import lifecycle
 
 ALL_BUILDS = list(configs.builds())  # src/builds.tsv
 FIELDS = {"format", "build", "pid", "threads", "iterations", "pinned", "clock", "wall_ns",
@@ -34,7 +35,7 @@ class Builds(unittest.TestCase):
         """src/builds.tsv is the one list of builds: `make list` prints its
         rows in order, `make` knows a rule for each, and each build but
         the baseline's marked idle has its idle-* configuration, and every
-        build is some configuration's."""
+        build is some configuration's or make lifecycle's."""
         listed = run(["make", "-s", "--no-print-directory", "list"]).stdout.splitlines()
         self.assertEqual([ln.split()[0] for ln in listed], ALL_BUILDS)
         self.assertEqual(ALL_BUILDS[0], "plain", "the baseline first")
@@ -45,7 +46,7 @@ class Builds(unittest.TestCase):
                 self.assertIn(f"-DTRACE_BUILD='\"{b}\"'", r.stdout)
                 if b != "plain" and configs.builds()[b].idle:
                     self.assertEqual(configs.BY_NAME[f"idle-{b}"].build, b)
-                self.assertIn(b, {c.build for c in configs.CONFIGS})
+                self.assertIn(b, {c.build for c in configs.CONFIGS} | lifecycle.builds_used())
 
 
 class Notes(unittest.TestCase):

@@ -57,7 +57,10 @@ def cells(rows):
         by.setdefault((r["tracer"], r["sweep"], int(r["sites"]), int(r["procs"])), []).append(r)
     out = []
     for (tracer, sweep, nsites, nprocs), rs in by.items():
-        done = [r for r in rs if r["detach_s"]]  # it attached and detached, counted or not
+        # the medians: counted cycles that detached whole; where none did,
+        # those that detached at all (a killed or miscounted one: the status says)
+        done = ([r for r in rs if r["detach_s"] and r["status"] == "ok"]
+                or [r for r in rs if r["detach_s"]])
         counted = [r for r in done if int(r["cycle"]) > 0] or done
         c = {"tracer": tracer, "path": rs[0]["path"], "sweep": sweep, "sites": nsites,
              "procs": nprocs, "cycles": len(counted),
@@ -90,10 +93,10 @@ def bystanders(rows):
         if way == BASELINE_WAY:
             base = ok
             continue
-        w = {"way": way, "tracer": tracer, "runs": len(ok),
+        got = [r for r in rs if r["calls"]]
+        w = {"way": way, "tracer": tracer, "runs": len(got),
              "statuses": sorted({r["status"] for r in rs}),
              "reasons": sorted({r["reason"] for r in rs if r["reason"]})}
-        got = [r for r in rs if r["calls"]]
         if got and base:
             per = [int(r["wall_ns"]) / int(r["calls"]) for r in got]
             per0 = [int(r["wall_ns"]) / int(r["calls"]) for r in base]
