@@ -444,7 +444,13 @@ class Paced(StateTest):
             with self.subTest(config=x["config"], threads=x["threads"], rate=x["rate"]):
                 self.assertEqual(x["status"], "ok", x["reason"])
                 rate, n = int(x["rate"]), int(x["threads"])
-                self.assertEqual(int(x["calls"]), rate * n // 2)  # 0.5 s of calls
+                # 0.5 s of calls; a thread that fell behind stops at the cut-off
+                # short of them (seen: 999 of 1,000 under perf record on 2
+                # CPUs), and then its row says it ran late
+                want = rate * n // 2
+                if int(x["calls"]) != want:
+                    self.assertLess(int(x["calls"]), want)
+                    self.assertGreater(int(x["late"]), 0, x)
                 self.assertEqual(x["pacing"], f"sleep, batches of {max(1, rate // 1000)}")
                 if x["tracer"] != "none":
                     self.assertEqual(int(x["events_seen"]), int(x["calls"]))
