@@ -319,7 +319,7 @@ class Ftrace:
         self.kit, self.binary, self.sites = kit, binary, sites
         self.group = f"kit_lc_{os.getpid()}"
         self.pid_filter, self.pid_only = pid_filter, pid_only
-        self.defined, self.proc = [], None
+        self.defined = []
         self.inst = os.path.join(kit.tracefs, "instances", self.group)
 
     def start(self):
@@ -725,9 +725,9 @@ def run_cell(kit, name, sweep, nsites, nprocs):
 
 
 # -- the bystanders --------------------------------------------------------------
-# (way, tracer, how it filters on the traced pid); "untraced" is the baseline.
+# (way, tracer, how it filters on the traced pid); each way's baseline, the
+# same untraced process with no tracer (BASELINE_WAY), runs just before it.
 WAYS = [
-    (BASELINE_WAY, None, {}),
     ("ftrace common_pid filter (each thread)", "ftrace", {}),
     # what a user may write first: the process's pid, which is its main
     # thread's id only (the target's calls are on another thread)
@@ -797,7 +797,7 @@ def bystander_way(kit, way, name, kw):
 
 def bystanders(kit, tracers):
     for way, name, kw in WAYS:
-        if not name or name not in tracers:  # (the baseline runs before each way)
+        if name not in tracers:
             continue
         bystander_way(kit, BASELINE_WAY, None, {})  # the same process, no tracer, just before
         rows = bystander_way(kit, way, name, kw)
