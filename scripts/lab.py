@@ -6,9 +6,11 @@ back into ordinary results folders.
 
     make lab                       # LAB=sid: Debian unstable's kernel, every configuration
     make lab LAB=sid,trixie,bookworm   # one table, configuration x kernel (summary.md)
+    make lab LAB=sid:trixie-backports  # sid's tools on trixie-backports' kernel
     make lab QUICK=1               # what CI runs: sid, baseline, stap-mark, stap-mark-alibi
     make lab LAB_CONFIGS='site-*-ftrace'   # some configurations only
     make lab STAP_RUNTIME=bpf      # SystemTap's BPF runtime on the guest's kernel
+    make lab LIFECYCLE=1 LAB=sid,trixie,bookworm   # make lifecycle in each guest
     make lab-shell                 # a shell in the guest, the kit in /kit
 
 Per suite, cached under build/lab/SUITE/ (`make clean` removes it):
@@ -54,7 +56,9 @@ init.py: the guests' init scripts, from the templates init.sh and
 init-shell.sh; qemu.py: booting and watching the guests, the KVM verdict;
 shares.py: configurations dealt to guests; merge.py: their folders made
 one; steps.py: one suite, step by step), and the top folder's summary.md
-is written by scripts/report.py (render/guest.py).
+is written by scripts/report.py (render/guest.py; with LIFECYCLE=1, where
+each guest runs scripts/lifecycle.py instead of the runner, one guest a
+suite, render/lifecycle.py).
 """
 import argparse
 import dataclasses
@@ -68,15 +72,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import host  # noqa: E402
+import lifecycle  # noqa: E402
 import params  # noqa: E402
 import workloads  # noqa: E402
 from host import ROOT, say  # noqa: E402
-from guest.common import LAB_DIR  # noqa: E402
-from guest.init import LAB_RUNS, QUICK_ITER  # noqa: E402
+from guest.common import LAB_DIR, LabError  # noqa: E402
+from guest.init import LAB_RUNS, LC_OWN, QUICK_ITER  # noqa: E402
 from guest.qemu import GUEST_S  # noqa: E402
 from guest.shares import AUTO_GUESTS, MAX_GUESTS  # noqa: E402
 from guest.steps import run_suite  # noqa: E402
-from guest.suite import QUICK_CONFIGS, SUITES, need_host_tools  # noqa: E402
+from guest.suite import (KERNEL_NAME, KERNEL_SUITES, QUICK_CONFIGS, SUITES,  # noqa: E402
+                         need_host_tools, split, the_kernels_there)
 from tracers import BACKENDS  # noqa: E402
 
 REPORT = os.path.join(HERE, "report.py")
@@ -105,12 +111,18 @@ def lab_guests(text):
 
 
 def suites(text):
-    """LAB: Debian suites, comma-separated, each one of SUITES."""
-    names = [s for s in text.split(",")]
-    bad = [s for s in names if s not in SUITES]
-    if bad or not names:
-        raise argparse.ArgumentTypeError(
-            f"LAB '{text}' is not allowed: want a comma-separated list of {', '.join(SUITES)}")
+    """LAB: comma-separated, each SUITE (one of SUITES: its root file system,
+    tools and kernel) or SUITE:KERNEL (that suite's with the kernel of the
+    Debian suite KERNEL, whose presence in the mirror main() checks)."""
+    names = []
+    for item in text.split(","):
+        userland, kernel = split(item)
+        if userland not in SUITES or not re.fullmatch(KERNEL_NAME, kernel):
+            raise argparse.ArgumentTypeError(
+                f"LAB '{text}' is not allowed: want a comma-separated list of SUITE or "
+                f"SUITE:KERNEL, SUITE one of {', '.join(SUITES)}, KERNEL a Debian suite of the "
+                f"mirror's (such as {', '.join(KERNEL_SUITES)})")
+        names.append(userland if kernel == userland else f"{userland}:{kernel}")
     return list(dict.fromkeys(names))
 
 
@@ -120,10 +132,22 @@ def stap_param(name):
 
 
 Param = params.Param
+# make lab LIFECYCLE=1: make lifecycle's own inputs, but for the guests' own
+# defaults.  Under TCG a guest's clock runs some 5-10 times slower than the
+# host's (bpftrace's start: ~2.7 guest s, ~18 s here), so its sweep stops at
+# 100 sites and 10 processes, and a cell has at most 3 counted cycles in
+# 10 s of the guest's clock ([min, max] then, its coverage said).
+LC_GUEST = {"PROBES": ([1, 10, 100], "1,10,100"), "PROCS": ([1, 10], "1,10"),
+            "REPEATS": (3, "3"), "CELL_S": (10.0, "10"), "BY_CALLS": (20000, "20000")}
+LC_PARAMS = [dataclasses.replace(p, help=p.help + " (LIFECYCLE=1)",
+                                 **(dict(zip(("default", "shown"), LC_GUEST[p.name]))
+                                    if p.name in LC_GUEST else {}))
+             for p in lifecycle.PARAMS if p.name not in LC_OWN]
 # The lab's inputs, each in one place (params.Param), the runner's own
 # where they mean the same (NO_INSTALL, MISS, STAP_TIMING).
 PARAMS = [
-    Param("LAB", suites, ["sid"], "Debian suites to boot, comma-separated", "sid"),
+    Param("LAB", suites, ["sid"], "Debian suites to boot, comma-separated; SUITE:KERNEL is "
+          "SUITE's tools on the kernel of the suite KERNEL (sid:trixie-backports)", "sid"),
     Param("QUICK", params.flag01("QUICK"), False, "1: sid's " + ", ".join(QUICK_CONFIGS)
           + f", ITER={QUICK_ITER}, {LAB_RUNS} runs a cell", "0"),
     params.BY_NAME["NO_INSTALL"],
@@ -152,6 +176,10 @@ PARAMS = [
     Param("LAB_TIME_LIMIT", params.seconds_in("LAB_TIME_LIMIT", 0, 86400), 0,
           f"seconds a guest may run, boot to power-off, before it is killed (0: "
           f"{GUEST_S['quick']} with QUICK, else {GUEST_S['full']})", "0"),
+    Param("LIFECYCLE", params.flag01("LIFECYCLE"), False,
+          "1: make lifecycle in each suite's guest instead of the configurations (attach, "
+          "detach and the bystanders, in the guest's clock), with the variables below", "0"),
+    *LC_PARAMS,
 ]
 
 
@@ -164,6 +192,16 @@ def parse_args(argv):
                    help="print the variables, one NAME=default a line, and exit (for make)")
     a = p.parse_args(argv)
     params.fill(a, PARAMS)
+    if a.lifecycle:  # what LIFECYCLE=1 has no use for is refused, not ignored
+        clash = [name for name, given in (
+            ("QUICK=1", a.quick), ("LAB_CONFIGS", a.lab_configs), ("MISS", a.miss),
+            ("STAP_TIMING=1", a.stap_timing), ("LAB_GUESTS", a.lab_guests),
+            ("ICOUNT=0", not a.icount), (f"STAP_RUNTIME={a.stap_runtime}",
+                                         a.stap_runtime != "module")) if given]
+        if clash:
+            p.error(f"LIFECYCLE=1 is not allowed with {clash[0]}: make lifecycle runs its own "
+                    "sweep (PROBES, PROCS, TRACERS) in one guest a suite, under -icount, its "
+                    "SystemTap way on the module built beforehand")
     return a
 
 
@@ -172,6 +210,13 @@ def main(argv=None):
     if args.vars:
         print("\n".join(params.defaults(PARAMS)))
         return 0
+    try:  # a kernel the mirror does not have: refused before anything is built
+        why = the_kernels_there(args.lab)
+    except LabError as e:
+        why = str(e)
+    if why:
+        say(f"lab: LAB '{','.join(args.lab)}' is not allowed: {why}")
+        return 2
     if os.geteuid() != 0:
         say("lab: needs root (mmdebstrap, chroot, module loading in the guest)")
         return 2

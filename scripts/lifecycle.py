@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """lifecycle.py: `make lifecycle`: what a probe costs before, after and
-beside the traced program, on this machine's kernel, in ns of its clock.
+beside the traced program, on this machine's kernel, in ns of its clock
+(in make lab's guests, `make lab LIFECYCLE=1`: of the guest's clock under
+QEMU's -icount, UNIT=instructions, never set beside the host's).
 
     make lifecycle                              # PROBES=1,10,100,1000 PROCS=1,10,100
     make lifecycle PROBES=1,10 PROCS=1 TRACERS=ftrace
@@ -54,9 +56,10 @@ import params  # noqa: E402
 import record  # noqa: E402
 from host import ROOT, Interrupted, say  # noqa: E402
 from render.lifecycle import (BASELINE_WAY, BY_COLUMNS, BYSTANDER_CSV, KIND,  # noqa: E402
-                              LC_COLUMNS, LIFECYCLE_CSV)
+                              LC_COLUMNS, LIFECYCLE_CSV, clock)
 from tracers import tracefs  # noqa: E402
-from tracers.base import LIVE_LINE  # noqa: E402
+from tracers.base import LIVE_LINE, TracerError  # noqa: E402
+from tracers.stap import Stap as StapBackend  # noqa: E402
 
 BUILD = os.path.join(ROOT, "build")
 LIBRARY = os.path.join(BUILD, "libkit-bystander.so")
@@ -73,6 +76,9 @@ LIVE_LIMIT_S = 600  # s from a tracer's start to its probes live: past it the ro
 GONE_S, GONE_PER_SITE_S = 5, 0.3
 MAX_PROCS = 200
 PROC_SITES = 1  # the sites-N build of the process sweep
+# the guarded cell's build and its marker's provider: the sdt-guarded build's
+# marker under its semaphore, 1 process and a late one (is it raised in each?)
+GUARDED = ("sdt-guarded", "benchmark")
 STOP_S = 10  # s a tracer has to detach once the kit is stopped (then killed)
 END_S = 10  # s the held targets have to end once released, all together
 TRACED_CALLS = 1000  # the bystander run's traced process: its calls, counted
@@ -80,7 +86,7 @@ TRACED_CALLS = 1000  # the bystander run's traced process: its calls, counted
 
 def builds_used():
     """The builds of src/builds.tsv that make lifecycle runs (no configuration's)."""
-    return {*site_builds().values(), LIB_BUILD}
+    return {*site_builds().values(), LIB_BUILD, GUARDED[0]}
 
 
 def site_builds():
@@ -117,7 +123,8 @@ def names_of(name, allowed):
     return parse
 
 
-TRACERS = ("ftrace", "bpftrace", "perf")  # CLASSES below: a class each
+TRACERS = ("ftrace", "bpftrace", "perf", "stap")  # CLASSES below: a class each
+BYSTANDER_ONLY = {"stap"}  # its target() is a bystander way; it runs no lifecycle sweep
 Param = params.Param
 PARAMS = [
     Param("PROBES", counts_of("PROBES", site_builds()), sorted(site_builds()),
@@ -137,8 +144,9 @@ PARAMS = [
     Param("BY_RUNS", params.int_in("BY_RUNS", 2, 100), 5,
           "bystander runs of each way, and of the untraced process with no tracer before it"),
     params.BY_NAME["NO_INSTALL"],
+    params.BY_NAME["UNIT"],  # make lab LIFECYCLE=1's guests: their clock under -icount
 ]
-NEEDS = {"bpftrace": "bpftrace", "perf": "linux-perf"}  # a tracer's command: its package
+NEEDS = {"bpftrace": "bpftrace", "perf": "linux-perf", "stap": "systemtap"}  # a tracer's command: its package
 
 
 def parse_args(argv):
@@ -147,6 +155,8 @@ def parse_args(argv):
     p.add_argument("--results", default=os.path.join(ROOT, "results"), metavar="DIR")
     p.add_argument("--no-report", action="store_true", help="do not run scripts/report.py")
     p.add_argument("--no-bystanders", action="store_true", help="the lifecycle runs only")
+    p.add_argument("--lab-modules", metavar="DIR", help="make lab's guests: the folder of the "
+                   "modules the lab built beforehand, the stap way's among them")
     p.add_argument("--vars", action="store_true",
                    help="print the variables, one NAME=default a line, and exit (for make)")
     a = p.parse_args(argv)
@@ -159,14 +169,36 @@ class Sites:
     """Where the sites of BINARY lie in each process that maps it, and the
     byte each holds now (int3 where a uprobe is live)."""
 
-    def __init__(self, binary, names=None):
-        self.binary = os.path.realpath(binary)
+    def __init__(self, binary, names=None, provider="kit"):
+        self.binary, self.provider = os.path.realpath(binary), provider
         elf = elfinfo.Elf(self.binary)
-        notes = [n for n in elf.sdt_notes() if n.provider == "kit"
+        notes = [n for n in elf.sdt_notes() if n.provider == provider
                  and (names is None or n.name in names)]
         self.offsets = {n.name: elf.file_offset(n.pc) for n in notes}
+        # a guarded marker's semaphore, as a file offset (the kernel's
+        # reference counter: uprobe_events' "(0x...)"), else None
+        self.semaphores = {n.name: elf.file_offset(n.semaphore) if n.semaphore else None
+                           for n in notes}
         self.original = {n: elf.data[o] for n, o in self.offsets.items()}
         self._addr = {}  # pid: {name: address}
+
+    def semaphore(self, pid, name):
+        """The value of NAME's semaphore (2 bytes) in PID's memory, from the
+        binary's mapping that holds its file offset; None if it has none."""
+        off = self.semaphores.get(name)
+        if off is None:
+            return None
+        with open(f"/proc/{pid}/maps") as f:
+            for ln in f:
+                cols = ln.split()
+                if len(cols) >= 6 and os.path.realpath(cols[5]) == self.binary:
+                    lo, hi = (int(x, 16) for x in cols[0].split("-"))
+                    moff = int(cols[2], 16)
+                    if moff <= off < moff + hi - lo:
+                        with open(f"/proc/{pid}/mem", "rb", buffering=0) as m:
+                            m.seek(lo + off - moff)
+                            return int.from_bytes(m.read(2), "little")
+        raise RuntimeError(f"pid {pid} maps no page of {self.binary} at its semaphore")
 
     def addresses(self, pid):
         if pid not in self._addr:
@@ -296,6 +328,27 @@ def tasks(pid):
     return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
 
 
+def held_links(pid):
+    """What process PID holds to the kernel, from its fds: {"perf_event":
+    n, and each BPF link's link_type (uprobe_multi, perf_event, ...): n}."""
+    got = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            what = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if what == "anon_inode:[perf_event]":
+                kind = "perf_event"
+            elif what == "anon_inode:bpf_link":
+                with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                    m = re.search(r"^link_type:\s*(\S+)", f.read(), re.M)
+                kind = f"{m.group(1) if m else '?'} link"
+            else:
+                continue
+        except OSError:  # closed meanwhile
+            continue
+        got[kind] = got.get(kind, 0) + 1
+    return got
+
+
 def vm_hwm_kb(pid):
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -345,7 +398,8 @@ class Ftrace:
         """The events defined, not enabled (perf opens them so)."""
         for name, off in self.sites.offsets.items():
             self.defined.append(name)  # first: a line half-added is still removed
-            tracefs.add_uprobe(self.group, self.event(name), self.sites.binary, off)
+            tracefs.add_uprobe(self.group, self.event(name), self.sites.binary, off,
+                               semaphore=self.sites.semaphores.get(name))
 
     def counts(self):
         return {n: tracefs.hits(self.event(n), self.sites.binary) for n in self.defined}
@@ -436,9 +490,11 @@ class Process:
 
 
 class Bpftrace(Process):
-    """usdt probes by the binary's path, a count per probe; bpftrace 0.17
-    (bcc) attaches each as a perf-event uprobe with its own program."""
-    name, path = "bpftrace", "perf-event uprobe per probe (bcc)"
+    """usdt probes by the binary's path, a count per probe.  Its attach
+    path is read from what it holds (held_links), not assumed: bpftrace
+    0.17 (bcc) attaches each as a perf-event uprobe with its own program;
+    a newer one may take one uprobe_multi link where the kernel has it."""
+    name, path = "bpftrace", "perf-event uprobe per probe"
 
     def __init__(self, kit, binary, sites, pid_filter=None, by_pid=False):
         self.kit, self.sites = kit, sites
@@ -451,21 +507,32 @@ class Bpftrace(Process):
         test = f"/pid == {self.pid_filter}/ " if self.pid_filter and not self.by_pid else ""
         # BEGIN fires once every other probe is attached and enabled
         prog = (f'BEGIN {{ printf("{LIVE_LINE}\\n"); }} '
-                f"usdt:{self.sites.binary}:kit:{self.glob} {test}{{ @[probe] = count(); }}")
+                f"usdt:{self.sites.binary}:{self.sites.provider}:{self.glob} {test}"
+                "{ @[probe] = count(); }")
         n = len(self.sites.offsets) + 10
         env = dict(os.environ, BPFTRACE_MAX_PROBES=str(n), BPFTRACE_MAX_BPF_PROGS=str(n))
         cmd = ["bpftrace", *(["-p", str(self.pid_filter)] if self.by_pid else []), "-e", prog]
         t0 = time.monotonic()
         self.spawn(cmd, self.kit.log("bpftrace"), env)
-        while "Attaching" not in self.said():  # its compile and load, then the attach
+        # bpftrace 0.17 says "Attaching N probes..." once compiled and
+        # loaded, before the attach: its start-up; 0.21 on say "Attached N
+        # probes" after it, so there the start-up is not told apart (None).
+        while not (said := re.search(r"^Attach(ing|ed) \d+ probe", self.said(), re.M)):
             self.gone_why()
             if time.monotonic() - t0 > LIVE_LIMIT_S:
                 raise TracerGone(f"bpftrace said nothing of attaching in {LIVE_LIMIT_S} s")
             time.sleep(POLL_S)
-        return time.monotonic() - t0
+        return time.monotonic() - t0 if said.group(1) == "ing" else None
 
     def ready(self):
         return LIVE_LINE in self.said()
+
+    def taken(self):
+        """The attach path it took, from its fds once live."""
+        held = held_links(self.proc.pid)
+        if held.get("uprobe_multi link"):
+            return f"uprobe_multi link ({held['uprobe_multi link']} held)"
+        return f"{self.path} ({held.get('perf_event', 0)} perf events held)"
 
     def stop(self, limit):
         try:
@@ -477,7 +544,8 @@ class Bpftrace(Process):
     def counts(self):
         """After stop(): its maps, printed as it ended."""
         got = {}
-        for m in re.finditer(r"^@\[usdt:[^\]]*:kit:(\w+)\]: (\d+)$", self.said(), re.M):
+        for m in re.finditer(rf"^@\[usdt:[^\]]*:{self.sites.provider}:(\w+)\]: (\d+)$",
+                             self.said(), re.M):
             got[m.group(1)] = int(m.group(2))
         return {n: got.get(n, 0) for n in self.sites.offsets}
 
@@ -544,7 +612,80 @@ class Perf(Process):
             self.events.stop(limit)
 
 
-CLASSES = {"ftrace": Ftrace, "bpftrace": Bpftrace, "perf": Perf}
+STAP_MODULE = "kit_by_lib"  # make lab's guests: the stap way's module, built beforehand
+
+
+def stap_script(library, marker):
+    """The stap way's script: MARKER of LIBRARY, counted where pid() is target()."""
+    return (f'global n; probe begin {{ printf("{LIVE_LINE}\\n") }} '
+            f'probe process("{library}").mark("{marker}") '
+            '{ if (pid() == target()) n++ } probe end { printf("kit-counted %d\\n", n) }')
+
+
+class Stap(Process):
+    """SystemTap, the traced process picked by a pid test on target()
+    (stap -x PID): a bystander way only.  On the host, on the runtime its
+    back-end picks (tracers/stap.py: module where modules build and load,
+    else bpf), its module named the kit's own, unloaded if a killed stap
+    leaves it.  In make lab's guests (--lab-modules), the module the lab
+    built beforehand in the chroot, loaded with `staprun -x PID`, or, where
+    it could not be built, why not."""
+    name = "stap"
+
+    def __init__(self, kit, binary, sites, pid_filter=None):
+        self.kit, self.sites, self.pid_filter = kit, sites, pid_filter
+        self.prebuilt = kit.args.lab_modules
+        if self.prebuilt:
+            ko = os.path.join(self.prebuilt, STAP_MODULE + ".ko")
+            if not os.path.exists(ko):
+                why = os.path.join(self.prebuilt, STAP_MODULE + ".why")
+                raise TracerGone("no module built beforehand for this guest: " + (
+                    open(why).read().strip() if os.path.exists(why) else f"no {ko}"))
+            self.ko, self.module, self.path = ko, STAP_MODULE, "module runtime (built beforehand)"
+            return
+        self.be = StapBackend()
+        why = self.be.pick()
+        if why:
+            raise TracerGone(f"stap cannot run here: {why}")
+        self.path = f"{self.be.runtime} runtime"
+        self.module = f"kit_by_{os.getpid()}"
+
+    def start(self):
+        t0 = time.monotonic()
+        if self.prebuilt:
+            self.spawn(["staprun", "-x", str(self.pid_filter), self.ko], self.kit.log("stap"))
+            return time.monotonic() - t0
+        try:
+            self.be.setup(self.kit.log("stap-setup"))
+        except TracerError as e:
+            raise TracerGone(f"stap: {e}") from e
+        script = stap_script(self.sites.binary, next(iter(self.sites.offsets)))
+        self.spawn(["stap", *self.be.base_flags(), "-m", self.module, "-x",
+                    str(self.pid_filter), "-e", script], self.kit.log("stap"), self.be.env())
+        return time.monotonic() - t0
+
+    def ready(self):
+        return LIVE_LINE in self.said()
+
+    def counts(self):
+        m = re.search(r"^kit-counted (\d+)$", self.said(), re.M)
+        return {n: int(m.group(1)) if m else 0 for n in self.sites.offsets}
+
+    def stop(self, limit):
+        try:
+            return Process.stop(self, limit)
+        finally:  # a killed staprun leaves its module loaded: the kit's own name
+            for cmd in (["staprun", "-d", self.module], ["rmmod", self.module]):
+                if not os.path.isdir(f"/sys/module/{self.module}"):
+                    break
+                try:
+                    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   timeout=60)
+                except (OSError, subprocess.TimeoutExpired) as e:
+                    say(f"lifecycle: stap: {cmd[0]} of {self.module}: {e}")
+
+
+CLASSES = {"ftrace": Ftrace, "bpftrace": Bpftrace, "perf": Perf, "stap": Stap}
 
 
 # -- the kit ---------------------------------------------------------------------
@@ -559,7 +700,7 @@ class Kit:
             self.dir = os.path.join(args.results, f"{stamp}-lifecycle-{n}")
         self.logs = os.path.join(self.dir, "logs")
         os.makedirs(self.logs)
-        self.meta = {"started": record.now(), "kind": KIND, "unit": "ns",
+        self.meta = {"started": record.now(), "kind": KIND, "unit": args.unit,
                      "kernel": os.uname().release,
                      "inputs": {p.name: getattr(args, p.dest) for p in PARAMS},
                      "tracers": {}, "skipped": {}}
@@ -634,17 +775,16 @@ def undo(kit, t, *targets):
                 x.stop()
 
 
-def cycle(kit, name, sweep, nsites, nprocs, index):
-    """One attach, fire and detach of NAME on NSITES sites in NPROCS held
-    targets: its row."""
-    build = site_builds()[nsites]
+def cycle(kit, name, sweep, build, nsites, nprocs, index):
+    """One attach, fire and detach of NAME on the NSITES sites of BUILD in
+    NPROCS held targets: its row."""
     targets = Targets(build)
     row = dict(tracer=name, path=CLASSES[name].path, sweep=sweep, sites=nsites, procs=nprocs,
                cycle=index, status="ok")
     t = None
     try:
         procs = targets.start(nprocs)
-        sites = Sites(targets.binary)
+        sites = Sites(targets.binary, provider=GUARDED[1] if build == GUARDED[0] else "kit")
         targets.mapped(sites, procs)
         pids = [p.pid for p in procs]
         t = kit.tracer(name, targets.binary, sites)
@@ -662,9 +802,15 @@ def cycle(kit, name, sweep, nsites, nprocs, index):
         row["attach_s"] = time.monotonic() - t0
         if isinstance(t, Process):
             row["tracer_kb"] = vm_hwm_kb(t.proc.pid)
+        if isinstance(t, Bpftrace):
+            row["path"] = t.taken()
         late = targets.start(1)
         targets.mapped(sites, late)
         row["late_covered"] = "yes" if sites.trapped(late[0].pid) == nsites else "no"
+        marker = next(iter(sites.offsets))
+        if sites.semaphores[marker] is not None:  # a guarded marker: raised in each?
+            row["semaphore"] = "/".join(str(sites.semaphore(p.pid, marker))
+                                        for p in (procs[0], late[0]))
         everyone = procs + late
         recs = targets.release(everyone)
         if any(r is None for r in recs):
@@ -701,15 +847,17 @@ def cycle(kit, name, sweep, nsites, nprocs, index):
 
 
 def lifecycle_cells(args):
+    """(sweep, build, sites, processes) of each cell."""
     for n in args.probes:
-        yield "sites", n, 1
+        yield "sites", site_builds()[n], n, 1
     for n in args.procs:
-        yield "procs", PROC_SITES, n
+        yield "procs", site_builds()[PROC_SITES], PROC_SITES, n
+    yield "guarded", GUARDED[0], 1, 1
 
 
-def run_cell(kit, name, sweep, nsites, nprocs):
+def run_cell(kit, name, sweep, build, nsites, nprocs):
     """A cell: its pilot, then as many cycles as fit CELL_S (REPEATS at most)."""
-    pilot = cycle(kit, name, sweep, nsites, nprocs, 0)
+    pilot = cycle(kit, name, sweep, build, nsites, nprocs, 0)
     kit.write(LIFECYCLE_CSV, pilot)
     if pilot["status"] not in ("ok", "mismatch"):
         say(f"lifecycle: {name} {sweep} {nsites} sites x {nprocs}: {pilot['status']}: "
@@ -718,9 +866,11 @@ def run_cell(kit, name, sweep, nsites, nprocs):
     took = pilot["attach_s"] + pilot["detach_s"]
     more = min(kit.args.repeats, int(kit.args.cell_s // took) if took > 0 else kit.args.repeats)
     for i in range(1, more + 1):
-        kit.write(LIFECYCLE_CSV, cycle(kit, name, sweep, nsites, nprocs, i))
-    say(f"lifecycle: {name:8} {nsites:5} sites x {nprocs:3} processes: attach "
-        f"{pilot['attach_s']:.3f} s, detach {pilot['detach_s']:.3f} s (pilot), "
+        kit.write(LIFECYCLE_CSV, cycle(kit, name, sweep, build, nsites, nprocs, i))
+    tu = clock(kit.meta)[0]
+    say(f"lifecycle: {name:8} {nsites:5} {'guarded ' if sweep == 'guarded' else ''}sites x "
+        f"{nprocs:3} processes: attach "
+        f"{pilot['attach_s']:.3f} {tu}, detach {pilot['detach_s']:.3f} {tu} (pilot), "
         f"{more} more cycles")
 
 
@@ -736,6 +886,7 @@ WAYS = [
     ("perf stat -t (each thread)", "perf", {"by_tid": True}),
     ("bpftrace /pid == P/", "bpftrace", {}),
     ("bpftrace -p", "bpftrace", {"by_pid": True}),
+    ("stap target() (stap -x PID)", "stap", {}),
 ]
 
 
@@ -804,7 +955,8 @@ def bystanders(kit, tracers):
         ok = [r for r in rows if r["status"] == "ok"]
         if ok:
             per = sum(r["wall_ns"] for r in ok) / sum(r["calls"] for r in ok)
-            say(f"lifecycle: bystander, {way}: {per:.1f} ns a call in the untraced process "
+            say(f"lifecycle: bystander, {way}: {per:.1f} {clock(kit.meta)[2]} a call in the "
+                "untraced process "
                 f"(trap there: {ok[0]['trap_in_untraced']})")
         else:
             say(f"lifecycle: bystander, {way}: {rows[0]['status']}: {rows[0].get('reason')}")
@@ -840,7 +992,9 @@ def main(argv=None):
             host.install("lifecycle", missing, args.no_install)
             if not host.make_all("lifecycle"):
                 return 1
-            needed = [site_builds()[n] for n in {*args.probes, PROC_SITES}] + [LIB_BUILD]
+            sweeps = any(t not in BYSTANDER_ONLY for t in args.tracers)
+            needed = sorted({b for _, b, *_ in (lifecycle_cells(args) if sweeps else ())}
+                            | {LIB_BUILD})
             unbuilt = [b for b in needed if not os.path.exists(Targets(b).binary)]
             Targets.ALL.clear()
             if unbuilt:
@@ -864,9 +1018,9 @@ def main(argv=None):
                         [name, "--version"] if name != "ftrace" else ["uname", "-r"])
             kit.write_meta()
             t0 = time.monotonic()
-            for name in tracers:
-                for sweep, nsites, nprocs in lifecycle_cells(args):
-                    run_cell(kit, name, sweep, nsites, nprocs)
+            for name in [t for t in tracers if t not in BYSTANDER_ONLY]:
+                for cell in lifecycle_cells(args):
+                    run_cell(kit, name, *cell)
             kit.meta["lifecycle_s"] = round(time.monotonic() - t0, 1)
             t0 = time.monotonic()
             if not args.no_bystanders:

@@ -142,6 +142,11 @@ MUTANTS = [
      ["MedianInterval.test_coverage_under_the_pilot_rule"]),
     ("lifecycle's bystander taking any count of the traced process", "scripts/lifecycle.py",
      "elif counted != TRACED_CALLS:", "elif False:", ["Bystander.test_bpftrace_and_ftrace_ways"]),
+    ("lifecycle's ftrace defining a guarded marker without its semaphore", "scripts/lifecycle.py",
+     "semaphore=self.sites.semaphores.get(name))", "semaphore=None)", ["TenProbes.test_ftrace"]),
+    ("lifecycle's guest report calling instructions ns", "scripts/render/lifecycle.py",
+     'ICOUNT_CLOCK = ("guest s", "guest ms", "instructions",',
+     'ICOUNT_CLOCK = ("guest s", "guest ms", "ns",', ["GuestClock.test_guest_folder_and_summary"]),
 ]
 
 def copy_tree(dst):

@@ -26,6 +26,7 @@ from guest import common, shares, suite
 from guest import qemu as guest_qemu
 from guest.init import LAB_RUNS, QUICK_ITER
 from render import guest as render_lab
+from render import lifecycle as render_lifecycle
 
 LAB_PY = os.path.join(SCRIPTS, "lab.py")
 
@@ -41,12 +42,28 @@ def lab_state():
     return {"qemu": qemu, "mounts": mounts, "loops": [ln for ln in loops if ln.strip()]}
 
 
+def lab_run(test, args, res, name="sid"):
+    """lab.py ARGS with its results in RES: (rows, meta, folder) of its
+    suite NAME's folder; TEST skips where the lab could not build its guest
+    (no mirror, no space, no qemu: its folder's pre-flight says "lab: ...")."""
+    r = run([sys.executable, LAB_PY, *args, "--results", res], timeout=5400)
+    if "cannot reach the host's Debian mirror" in r.stderr:
+        unavailable(test, r.stderr.strip()[-300:])
+    test.assertEqual(r.returncode, 0, r.stderr[-3000:])
+    folders = glob.glob(os.path.join(res, "*-lab", name))
+    test.assertEqual(len(folders), 1, r.stderr[-3000:])
+    rows, meta, _ = record.load(folders[0])
+    if (meta["lab"].get("preflight") or "").startswith("lab: "):
+        unavailable(test, meta["lab"]["preflight"])
+    return rows, meta, folders[0]
+
+
 class Inputs(unittest.TestCase):
     def test_bad_suite(self):
         r = run([sys.executable, LAB_PY, "--lab", "sid,woody"])
         self.assertEqual(r.returncode, 2)
-        self.assertIn("LAB 'sid,woody' is not allowed: want a comma-separated list of "
-                      "sid, trixie, bookworm", r.stderr)
+        self.assertIn("LAB 'sid,woody' is not allowed: want a comma-separated list of SUITE "
+                      "or SUITE:KERNEL, SUITE one of sid, trixie, bookworm", r.stderr)
         r = run([sys.executable, LAB_PY, "--accel", "xen"])
         self.assertEqual(r.returncode, 2)
         self.assertIn("ACCEL 'xen' is not allowed", r.stderr)
@@ -70,12 +87,55 @@ class Inputs(unittest.TestCase):
         self.assertIn("LAB_CONFIGS 'postgres-untraced' is not allowed: postgres-untraced run a "
                       "program the guests' root file system does not hold", r.stderr)
 
+    def test_kernel_axis_refused(self):
+        """SUITE:KERNEL: a KERNEL that is no suite's name is refused by the
+        parser; one the mirror does not have (woody, long archived) is
+        refused before anything is built, naming the kernels' suites it
+        has; neither makes a folder or a cache."""
+        r = run([sys.executable, LAB_PY, "--lab", "sid:Trixie"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("LAB 'sid:Trixie' is not allowed: want a comma-separated list of SUITE or "
+                      "SUITE:KERNEL", r.stderr)
+        with tempfile.TemporaryDirectory() as res:
+            r = run([sys.executable, LAB_PY, "--lab", "sid:woody", "--results", res])
+            if "cannot reach the host's Debian mirror" in r.stderr or "no Debian mirror" in r.stderr:
+                unavailable(self, r.stderr.strip())
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertRegex(r.stderr, r"LAB 'sid:woody' is not allowed: the host's Debian mirror "
+                                       r"has no woody \(dists/SUITE/Release\); the kernels' "
+                                       r"suites it has: .*\bsid\b")
+            self.assertEqual(os.listdir(res), [])
+        self.assertFalse(os.path.exists(os.path.join(common.LAB_DIR, "sid+woody")))
+
+    def test_lifecycle_inputs(self):
+        """LIFECYCLE=1 takes make lifecycle's own inputs, checked here before
+        anything is built or booted, and no configuration."""
+        for args, want in ((["--lifecycle", "1", "--probes", "7"],
+                            "PROBES '7' is not allowed: want comma-separated counts among 1, "
+                            "10, 100, 1000"),
+                           (["--lifecycle", "1", "--procs", "0"], "PROCS '0' is not allowed"),
+                           (["--lifecycle", "1", "--quick", "1"],
+                            "LIFECYCLE=1 is not allowed with QUICK=1"),
+                           (["--lifecycle", "1", "--lab-configs", "baseline"],
+                            "LIFECYCLE=1 is not allowed with LAB_CONFIGS"),
+                           (["--lifecycle", "1", "--icount", "0"],
+                            "LIFECYCLE=1 is not allowed with ICOUNT=0"),
+                           (["--lifecycle", "1", "--stap-runtime", "bpf"],
+                            "LIFECYCLE=1 is not allowed with STAP_RUNTIME=bpf"),
+                           (["--lifecycle", "2"], "LIFECYCLE '2' is not allowed: want 0 or 1")):
+            with self.subTest(args=args), tempfile.TemporaryDirectory() as res:
+                r = run([sys.executable, LAB_PY, *args, "--results", res])
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(want, r.stderr)
+                self.assertEqual(os.listdir(res), [])
+
     def test_inputs_listed(self):
         """The lab's inputs are params.Param rows, so `make help` lists each
         with its default."""
         r = run(["make", "-s", "--no-print-directory", "help"])
         for line in ("LAB=sid", "QUICK=0", "NO_INSTALL=0", "ICOUNT=1", "MISS=0", "STAP_TIMING=0",
-                     "ACCEL=auto", "LAB_TIME_LIMIT=0", "LAB_CONFIGS=every configuration"):
+                     "ACCEL=auto", "LAB_TIME_LIMIT=0", "LAB_CONFIGS=every configuration",
+                     "LIFECYCLE=0", "PROBES=1,10,100\n", "PROCS=1,10\n"):
             self.assertRegex(r.stdout, r"make lab .*\n(\s+\S.*\n)*\s+" + re.escape(line))
 
 
@@ -312,6 +372,91 @@ class RealPrograms(unittest.TestCase):
                              r"/usr/bin/python3\.1[2-9] has no python:function__entry")
 
 
+class MixedKernel(unittest.TestCase):
+    def test_quick_on_another_suites_kernel(self):
+        """LAB=sid:trixie-backports QUICK=1: sid's tools on trixie-backports'
+        kernel boot and run QUICK: the guest's kernel is that suite's (a
+        Debian 13 build, +deb13, not sid's +deb14), its folder is
+        sid+trixie-backports, the baseline counts, SystemTap's rows run or
+        are skipped with the pre-flight's own reason; nothing is left on the
+        host."""
+        need_root(self)
+        before = lab_state()
+        with tempfile.TemporaryDirectory() as res:
+            rows, meta, _ = lab_run(self, ["--lab", "sid:trixie-backports", "--quick", "1"], res,
+                                    "sid+trixie-backports")
+            lab = meta["lab"]
+            self.assertEqual(lab["suite"], "sid:trixie-backports")
+            self.assertIn("+deb13", lab["kernel"])
+            base = [x for x in rows if x["config"] == "baseline"]
+            self.assertTrue(base)
+            self.assertEqual({x["status"] for x in base}, {"ok"}, base)
+            for x in rows:
+                if x["config"].startswith("stap"):
+                    if lab.get("preflight"):
+                        self.assertEqual(x["status"], "skipped", x)
+                        self.assertIn(lab["preflight"].split(": ")[-1][:40], x["reason"])
+                    else:
+                        self.assertEqual(x["status"], "ok", x)
+        self.assertEqual(lab_state(), before)
+
+
+class LifecycleGuest(unittest.TestCase):
+    def test_lifecycle_in_a_guest(self):
+        """make lab LIFECYCLE=1 on sid at its smallest (ftrace, 1 and 10
+        sites, 1 process, CELL_S=0: the pilots alone, and its bystander
+        ways): in the guest every site live and fired once, a late process
+        covered, every site its own byte again; the untraced neighbour's
+        calls made and its cost an interval in instructions; the folder
+        and the lab's summary in the guest's clock; nothing left in the
+        guest or on the host (qemu, mounts, loop devices)."""
+        need_root(self)
+        before = lab_state()
+        with tempfile.TemporaryDirectory() as res:
+            r = run([sys.executable, LAB_PY, "--lifecycle", "1", "--tracers", "ftrace",
+                     "--probes", "1,10", "--procs", "1", "--cell-s", "0", "--by-runs", "2",
+                     "--results", res], timeout=3600)
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+            folders = glob.glob(os.path.join(res, "*-lab", "sid"))
+            self.assertEqual(len(folders), 1, r.stderr[-3000:])
+            meta, _ = record.read_meta(folders[0])
+            if (meta["lab"].get("preflight") or "").startswith("lab: "):
+                unavailable(self, meta["lab"]["preflight"])  # no mirror, no space, no qemu
+            self.assertEqual(meta["kind"], render_lifecycle.KIND)
+            self.assertIsNone(meta.get("failed"), meta)
+            self.assertEqual(meta["lab"].get("modules_left"), [], meta["lab"])
+            if meta["lab"].get("accel") == "tcg":
+                self.assertEqual(meta["unit"], record.INSTRUCTIONS)
+            tables = {}
+            for name in (render_lifecycle.LIFECYCLE_CSV, render_lifecycle.BYSTANDER_CSV):
+                with open(os.path.join(folders[0], name), newline="") as f:
+                    tables[name] = list(csv.DictReader(f))
+            lc = tables[render_lifecycle.LIFECYCLE_CSV]
+            self.assertEqual(sorted((x["sweep"], x["sites"]) for x in lc),
+                             [("guarded", "1"), ("procs", "1"), ("sites", "1"), ("sites", "10")])
+            for x in lc:
+                self.assertEqual((x["status"], x["counted"], x["late_covered"]),
+                                 ("ok", "ok", "yes"), x)
+                self.assertGreater(float(x["detach_s"]), 0)
+                # the guarded marker's semaphore raised in the held and the late process
+                self.assertEqual(x["semaphore"], "1/1" if x["sweep"] == "guarded" else "", x)
+            ways = {b["way"]: b for b in render_lifecycle.bystanders(
+                tables[render_lifecycle.BYSTANDER_CSV])}
+            each = ways["ftrace common_pid filter (each thread)"]
+            self.assertEqual((each["statuses"], each["trap"]), (["ok"], ["yes"]), each)
+            self.assertGreater(each["lo_ns"], 0, each)
+            self.assertEqual(ways["ftrace common_pid == PID"]["statuses"], ["mismatch"])
+            with open(os.path.join(folders[0], "report.md")) as f:
+                md = f.read()
+            self.assertIn("(make lab's Debian sid guest)", md)
+            if meta["unit"] == record.INSTRUCTIONS:
+                self.assertIn("**guest's clock** under QEMU's -icount", md)
+                self.assertRegex(md, r"\] instructions \|")
+            with open(os.path.join(os.path.dirname(folders[0]), "summary.md")) as f:
+                self.assertRegex(f.read(), r"# make lab LIFECYCLE=1\n(.*\n)*\| sid \| 7\.")
+        self.assertEqual(lab_state(), before)
+
+
 class KvmVerdict(unittest.TestCase):
     def test_remembered_for_this_host_only(self):
         """KVM's failure is kept (build/lab/kvm.json) for the host it was
@@ -345,16 +490,9 @@ class Quick(unittest.TestCase):
         need_root(self)
         before = lab_state()
         with tempfile.TemporaryDirectory() as res:
-            r = run([sys.executable, LAB_PY, "--quick", "1", "--lab-guests", "2",
-                     "--results", res], timeout=5400)
-            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
-            folders = glob.glob(os.path.join(res, "*-lab", "sid"))
-            self.assertEqual(len(folders), 1, r.stderr[-3000:])
-            rows, meta, _ = record.load(folders[0])
+            rows, meta, folder = lab_run(self, ["--quick", "1", "--lab-guests", "2"], res)
+            folders = [folder]
             lab = meta["lab"]
-            if (lab.get("preflight") or "").startswith("lab: "):
-                # mmdebstrap could not reach the mirror, no space, no qemu...
-                unavailable(self, lab["preflight"])
             self.assertIsNone(lab.get("preflight"), lab)
             self.assertIn(lab["accel"], ("kvm", "tcg"))
             self.assertEqual(lab["modules_left"], [])

@@ -10,6 +10,7 @@ test_stats.MedianInterval."""
 import csv
 import glob
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -81,6 +82,10 @@ class TenProbes(StateTest):
                              ("ok", "ok", "yes"), row)
             self.assertGreater(float(row["attach_s"]), 0)
             self.assertGreater(float(row["detach_s"]), 0)  # every site its own byte again
+            # the guarded marker: its semaphore raised in the held and the
+            # late process (read from their memory), so both fired, counted
+            guarded = [x for x in got[render_lifecycle.LIFECYCLE_CSV] if x["sweep"] == "guarded"]
+            self.assertEqual([(x["status"], x["semaphore"]) for x in guarded], [("ok", "1/1")])
 
     def test_ftrace(self):
         self.check("ftrace")
@@ -127,6 +132,68 @@ class Bystander(StateTest):
             ok = [r for r in got[render_lifecycle.BYSTANDER_CSV] if r["status"] == "ok"]
             self.assertTrue(ok)
             self.assertEqual({int(r["calls"]) for r in ok}, {20000})  # every call made
+
+
+class StapTarget(StateTest):
+    """SystemTap's target() (stap -x PID), on the runtime its back-end picks
+    here: the traced process's 1000 calls counted; the untraced one's calls
+    made, and its cost an interval above 0 exactly where the probe trapped
+    there (trap_in_untraced, read from its memory)."""
+
+    def test_stap_target(self):
+        need_tracer(self, "stap")
+        need_build(self, "lib")
+        with tempfile.TemporaryDirectory() as res:
+            r = lifecycle(["--tracers", "stap", "--by-runs", "3", "--by-calls", "20000"], res)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            got, _ = tables(res)
+            self.assertEqual(got[render_lifecycle.LIFECYCLE_CSV], [])  # no sweep of its own
+            by = render_lifecycle.bystanders(got[render_lifecycle.BYSTANDER_CSV])
+            self.assertEqual([b["way"] for b in by], ["stap target() (stap -x PID)"])
+            b = by[0]
+            self.assertEqual(b["statuses"], ["ok"], b)
+            self.assertEqual(int(b["traced_counted"]), 1000)
+            self.assertEqual(b["runs"], 3)
+            self.assertEqual(len(b["trap"]), 1, b)
+            if b["trap"] == ["yes"]:
+                self.assertGreater(b["lo_ns"], 0, b)
+
+
+class GuestClock(unittest.TestCase):
+    """A folder of make lab LIFECYCLE=1's guests (unit instructions) is
+    reported in the guest's clock, every figure with that unit, never the
+    host's; the lab's summary sets its kernels side by side, each in its
+    own clock.  Golden: tests/fixtures/lifecycle-guest/ holds real guests'
+    folders (make lab LIFECYCLE=1, their tables and meta.json), and
+    tests/expected/lifecycle-guest-summary.md the summary.md the report
+    must write from them."""
+
+    HERE = os.path.dirname(os.path.abspath(__file__))
+    GOLDEN = os.path.join(HERE, "fixtures", "lifecycle-guest")
+    SUMMARY = os.path.join(HERE, "expected", "lifecycle-guest-summary.md")
+
+    def test_guest_folder_and_summary(self):
+        self.assertTrue(os.path.isdir(self.GOLDEN), self.GOLDEN)
+        with tempfile.TemporaryDirectory() as tmp:
+            top = os.path.join(tmp, "top")
+            shutil.copytree(self.GOLDEN, top)
+            folders = [os.path.join(top, d) for d in ("sid", "trixie", "bookworm")
+                       if os.path.isdir(os.path.join(top, d))]
+            for d in folders:
+                render_lifecycle.write(d)
+                with open(os.path.join(d, "report.md")) as f:
+                    md = f.read()
+                self.assertIn("**guest's clock** under QEMU's -icount", md)
+                self.assertNotIn("this host's clock", md)
+                tables = "\n".join(ln for ln in md.splitlines() if ln.startswith("|"))
+                # every figure of every table in the guest's units, none in the host's
+                self.assertNotRegex(tables, r"\d ns\b|\d m?s\b")
+                self.assertRegex(tables, r"\d guest s\b")
+                self.assertRegex(tables, r"\d guest ms\b")
+                self.assertRegex(tables, r"\] instructions \|")
+            text = render_lifecycle.lab_summary(top, folders)
+            with open(self.SUMMARY) as f:
+                self.assertEqual(text, f.read())
 
 
 class Faults(StateTest):

@@ -12,6 +12,7 @@ Nothing to run: guest/steps.py calls it.
 import os
 import string
 
+import lifecycle
 from .common import GUEST_KIT, LAB_THREADS, TIMINGS
 from .qemu import DONE, USERSPACE
 
@@ -30,6 +31,10 @@ QUICK_ITER = 20000
 # width, stats.on_width, not on a pilot).
 GUEST_SIZING = {"iter": 1000000, "max_run_s": 0.02, "min_run_s": 0.005, "precision": 0.01,
                 "precision_ns": 0.05, "min_runs": 2, "max_runs": 5, "pilot_s": 0}
+
+
+# make lifecycle's inputs the guest sets itself, not the lab's variables
+LC_OWN = ("NO_INSTALL", "UNIT")
 
 
 class Template(string.Template):
@@ -67,12 +72,24 @@ def runner(suite, guest):
                      "--results", f"{GUEST_KIT}/results"])
 
 
+def lifecycle_runner(suite):
+    """The guest's make lifecycle (LIFECYCLE=1): scripts/lifecycle.py with
+    the lab's values of its inputs, the guest's clock as its UNIT."""
+    def text(v):
+        return ",".join(map(str, v)) if isinstance(v, list) else str(v)
+    flags = [x for p in lifecycle.PARAMS if p.name not in LC_OWN
+             for x in (p.flag, text(getattr(suite.args, p.dest)))]
+    return " ".join(["python3", "scripts/lifecycle.py", *flags, "--no-install", "1",
+                     "--unit", '"$UNIT"', "--no-report", "--results", f"{GUEST_KIT}/results",
+                     "--lab-modules", f"{GUEST_KIT}/build/lab-modules"])
+
+
 def init_script(suite, guest):
     """GUEST's init (/kit-init.sh, or kit-init-K.sh for the Kth of
     several): mount what the kit needs, run the runner over the guest's
     configurations, list any module left, power off."""
-    write_init(suite, guest.init, fill("init.sh", runtime=suite.runtime,
-                                       run=runner(suite, guest)))
+    run = lifecycle_runner(suite) if suite.args.lifecycle else runner(suite, guest)
+    write_init(suite, guest.init, fill("init.sh", runtime=suite.runtime, run=run))
 
 
 def shell_script(suite):

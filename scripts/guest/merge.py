@@ -4,7 +4,9 @@ results/<stamp>-lab/SUITE/: each guest's folder read out of its image
 their baselines, the guests' logs, consoles and timings kept, the cells
 no guest reached skipped saying why, the lab's facts in meta.json "lab"
 (bring_back); and a folder of skipped rows where no guest ran at all
-(skipped_folder).
+(skipped_folder).  With LIFECYCLE=1 the one guest's make lifecycle folder
+is taken whole (bring_back_lifecycle), or, where it wrote none, a
+lifecycle folder that says why (lifecycle_folder).
 
 Nothing to run: guest/steps.py calls it.
 """
@@ -18,6 +20,7 @@ import host
 import record
 from host import say
 from measure import plan
+from render.lifecycle import KIND
 from .common import LAB_THREADS, TIMINGS, LabError
 
 
@@ -66,7 +69,7 @@ def bring_back(suite, ended, extra):
     for g, why, res, inner in got:
         if inner != first:
             have |= add_rows(folder, g, inner, have)
-        left = keep_logs(folder, g, res, timings, left)
+        left = keep_logs(folder.logs, g, res, timings, left)
     for g, *_ in got + failed:
         with open(os.path.join(folder.logs, f"console{g.sfx}.log"), "w") as f:
             f.write(g.text())
@@ -108,10 +111,10 @@ def add_rows(folder, g, inner, have=()):
     return added
 
 
-def keep_logs(folder, g, res, timings, left):
+def keep_logs(logs, g, res, timings, left):
     """Guest G's own timings (of its cells, into TIMINGS by file name), its
     runner's log and list of modules left (RES: what it wrote) kept in
-    FOLDER's logs; LEFT with the modules it listed added."""
+    the folder LOGS; LEFT with the modules it listed added."""
     for t in glob.glob(os.path.join(res, TIMINGS.format("*"))):  # each guest's own cells
         theirs = plan.load(t)
         mine = {c.name: theirs[c.name] for c in g.cfgs if c.name in theirs}
@@ -119,7 +122,7 @@ def keep_logs(folder, g, res, timings, left):
     for name in ("lab-run.log", "modules-left.txt"):
         if os.path.exists(os.path.join(res, name)):
             base, ext = os.path.splitext(name)
-            shutil.copy(os.path.join(res, name), os.path.join(folder.logs, base + g.sfx + ext))
+            shutil.copy(os.path.join(res, name), os.path.join(logs, base + g.sfx + ext))
     if os.path.exists(os.path.join(res, "modules-left.txt")):
         with open(os.path.join(res, "modules-left.txt")) as f:
             left = (left or []) + [ln.split()[0] for ln in f if ln.strip()]
@@ -147,9 +150,39 @@ def skip_unrun(suite, folder, unfinished, keeper):
         folder.meta["skipped"] = dict(folder.meta.get("skipped") or {}, **suite.unbuilt)
 
 
+def bring_back_lifecycle(suite, g, why, extra):
+    """Guest G's make lifecycle folder (WHY: it did not finish) as
+    results/<stamp>-lab/SUITE/, its console and runner's log in logs/, the
+    lab's facts in its meta.json "lab"; LabError if it wrote none."""
+    got, inner = guest_folder(suite, g, why)
+    shutil.copytree(inner, suite.out)
+    logs = os.path.join(suite.out, "logs")
+    os.makedirs(logs, exist_ok=True)
+    left = keep_logs(logs, g, got, {}, None)
+    with open(os.path.join(logs, f"console{g.sfx}.log"), "w") as f:
+        f.write(g.text())
+    meta, _ = record.read_meta(suite.out)  # ({} where the guest died before writing it)
+    meta.setdefault("kind", KIND)
+    meta.setdefault("unit", record.INSTRUCTIONS if g.icount else record.NS)
+    meta.setdefault("kernel", extra.get("kernel"))
+    meta["lab"] = dict(extra, modules_left=left, **({"unfinished": why} if why else {}))
+    host.write_json(os.path.join(suite.out, "meta.json"), meta)
+    return suite.out
+
+
+def lifecycle_folder(suite, reason, extra):
+    """A make lifecycle folder for SUITE with no rows: REASON, in meta.json."""
+    os.makedirs(os.path.join(suite.out, "logs"), exist_ok=True)
+    host.write_json(os.path.join(suite.out, "meta.json"), {
+        "kind": KIND, "started": record.now(), "kernel": extra.get("kernel"),
+        "failed": reason, "lab": dict(extra, suite=suite.name, preflight=extra.get(
+            "preflight", reason))})
+    return suite.out
+
+
 def skipped_folder(suite, reason, extra):
     """A results folder of skipped rows for SUITE: REASON for every row."""
-    folder = record.Folder(os.path.dirname(suite.out), name=suite.name)
+    folder = record.Folder(os.path.dirname(suite.out), name=suite.slug)
     for c in suite.configs():
         folder.skipped(c, LAB_THREADS, reason)
     folder.meta["lab"] = dict(extra, suite=suite.name, preflight=reason)

@@ -12,8 +12,9 @@ import os
 import shutil
 import tempfile
 
+import lifecycle
 from host import say
-from tracers import stap_build
+from tracers import stap, stap_build
 from .common import GUEST_KIT
 from .mounts import Mounts
 
@@ -52,3 +53,29 @@ def build_modules(suite, rel, kit):
                          os.path.join(suite.dir, "modules"), suite.log,
                          suite.args.stap_timing, said)
     return out
+
+
+def build_bystander(suite, rel, kit, why):
+    """make lab LIFECYCLE=1: the SystemTap bystander way's module
+    (lifecycle.STAP_MODULE, its script lifecycle.stap_script) built in the
+    chroot for the guest's kernel REL into KIT's build/lab-modules/, where
+    the guest's STAP_MODULES finds it; where it cannot be built (WHY: the
+    pre-flight's answer, else the build's), STAP_MODULE.why there says
+    why, and the guest's row says it."""
+    out = os.path.join(kit, "build", "lab-modules")
+    os.makedirs(out, exist_ok=True)
+    name = lifecycle.STAP_MODULE
+    if not why:
+        lib = f"{GUEST_KIT}/build/{os.path.basename(lifecycle.LIBRARY)}"
+        with open(os.path.join(out, name + ".stp"), "w") as f:
+            f.write(lifecycle.stap_script(lib, lifecycle.LIB_MARKER) + "\n")
+        cmd = ["chroot", suite.rootfs, "sh", "-c", 'cd "$1" && shift && exec "$@"', "sh",
+               f"{GUEST_KIT}/build/lab-modules", "stap", "-p4", "-r", f"/lib/modules/{rel}/build",
+               "-m", name, *stap.MODULE_FLAGS, name + ".stp"]
+        with Mounts(suite.rootfs):
+            why = stap_build.failure(cmd, suite.log, stap_build.BUILD_S)
+    if why:
+        with open(os.path.join(out, name + ".why"), "w") as f:
+            f.write(f"{why}\n")
+    say(f"lab: {suite.name}: the stap bystander way's module: "
+        + (f"not built: {why}" if why else f"built ({name}.ko)"))

@@ -33,7 +33,7 @@ BOOT_S = 60  # for a KVM guest to reach userspace before TCG is used instead
 KVM_VERDICT = os.path.join(LAB_DIR, "kvm.json")  # where it did not, on this host
 USERSPACE = "KIT-LAB: userspace"
 DONE = "KIT-LAB: done"
-PROGRESS = ("[threads=", "[warm-up", "run: skipping", "KIT-LAB:")  # guest lines shown as they come
+PROGRESS = ("[threads=", "[warm-up", "run: skipping", "KIT-LAB:", "lifecycle:")  # guest lines shown as they come
 GUEST_S = {"quick": 1800, "full": 5400}  # a guest's whole run, boot to power-off
 
 

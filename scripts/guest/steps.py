@@ -18,7 +18,7 @@ import time
 from host import say
 from . import init, modules
 from .common import GUEST_KIT, LabError
-from .merge import bring_back, skipped_folder
+from .merge import bring_back, bring_back_lifecycle, lifecycle_folder, skipped_folder
 from .qemu import GUEST_S, Guest, boot_guests
 from .shares import guest_cost, guests_here, shares
 from .suite import Suite
@@ -31,6 +31,10 @@ def run_suite(name, args, top, log, state):
     extra = {"suite": name}
     try:
         rel, kit, why = prepare(suite, extra)
+        if args.lifecycle and not args.shell:
+            if "stap" in args.tracers:
+                modules.build_bystander(suite, rel, kit, why)
+            return run_lifecycle(suite, args, state, extra)
         stap_cfgs = [c for c in suite.configs() if c.tracer == "stap"]
         if suite.runtime == "module":
             if why and len(stap_cfgs) == len(suite.configs()) and not args.shell:
@@ -44,14 +48,18 @@ def run_suite(name, args, top, log, state):
         return run_guests(suite, args, state, extra)
     except LabError as e:
         say(f"lab: {name}: {e}")
-        return skipped_folder(suite, f"lab: {e}", extra) if not args.shell else None
+        if args.shell:
+            return None
+        return (lifecycle_folder if args.lifecycle else skipped_folder)(suite, f"lab: {e}", extra)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: keep what the guests wrote, then stop
         for g in suite.guests:
             g.stop_qemu(grace=0)
         if any(g.reached for g in suite.guests) and not args.shell:
             why = "the lab was interrupted (Ctrl-C or SIGTERM)"
             try:  # a guest that had powered off finished
-                d = bring_back(suite, [(g, g.outcome() and why) for g in suite.guests], extra)
+                ended = [(g, g.outcome() and why) for g in suite.guests]
+                d = (bring_back_lifecycle(suite, *ended[0], extra) if args.lifecycle
+                     else bring_back(suite, ended, extra))
                 say(f"lab: {name}: the rows the guest wrote are in {os.path.relpath(d)}/")
             except LabError:
                 pass
@@ -115,3 +123,16 @@ def run_guests(suite, args, state, extra):
     extra.update(accel=guests[0].accel, guest_s=round(time.monotonic() - t0),
                  icount=guests[0].icount)
     return bring_back(suite, [(g, g.outcome()) for g in guests], extra)
+
+
+def run_lifecycle(suite, args, state, extra):
+    """make lab LIFECYCLE=1: one guest of SUITE runs make lifecycle
+    (scripts/lifecycle.py, init.lifecycle_runner) in its own clock; the
+    folder it brings back."""
+    g = suite.whole = Guest(suite, [])
+    suite.tcg = [g]
+    init.init_script(suite, g)
+    t0 = time.monotonic()
+    boot_guests(suite, args.lab_time_limit or GUEST_S["full"], args, state)
+    extra.update(accel=g.accel, guest_s=round(time.monotonic() - t0), icount=g.icount)
+    return bring_back_lifecycle(suite, g, g.outcome(), extra)

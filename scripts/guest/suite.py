@@ -16,6 +16,8 @@ import shutil
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 import configs
 import workloads
@@ -36,6 +38,14 @@ HOST_PACKAGES = {"mmdebstrap": "mmdebstrap", "qemu-system-x86_64": "qemu-system-
 # there; nothing else is weakened (signatures are still checked).
 SUITES = {"sid": [], "trixie": [], "bookworm": []}
 SID_APTOPT = ['--aptopt=Acquire::Check-Valid-Until "false"']
+# The kernel axis: LAB=SUITE:KERNEL is SUITE's root file system and tools
+# with KERNEL's kernel and headers (KERNEL_PACKAGES, pkg/KERNEL for apt),
+# KERNEL any suite of the mirror's (the_kernels_there checks, before
+# anything is built); these are the ones the kit knows to offer one.
+KERNEL_SUITES = ("bookworm", "bookworm-backports", "trixie", "trixie-backports", "sid",
+                 "experimental")
+KERNEL_PACKAGES = ("linux-image-amd64", "linux-headers-amd64")
+KERNEL_NAME = r"[a-z]+(-backports)?"  # a Debian suite's name, as LAB may give it
 IMAGE_MB = 4096
 MIN_FREE_MB = 3 * 1024  # per suite: the root file system and its image
 MMDEBSTRAP_S = 1800
@@ -111,6 +121,49 @@ def need_host_tools(no_install):
                        + (" (NO_INSTALL=1)" if no_install else ""))
 
 
+def split(name):
+    """(userland suite, kernel suite) of a LAB entry SUITE or SUITE:KERNEL."""
+    userland, _, kernel = name.partition(":")
+    return userland, kernel or userland
+
+
+def folder_name(name):
+    """A LAB entry as a folder's name: sid:trixie-backports is sid+trixie-backports."""
+    return name.replace(":", "+")
+
+
+def release_there(m, suite, timeout=30):
+    """Whether the mirror M has SUITE (its dists/SUITE/Release); LabError
+    where the mirror cannot be asked."""
+    try:
+        with urllib.request.urlopen(f"{m}/dists/{suite}/Release", timeout=timeout):
+            return True
+    except urllib.error.HTTPError as e:
+        if e.code in (403, 404, 410):
+            return False
+        raise LabError(f"the mirror answered {e.code} for dists/{suite}/Release") from e
+    except (urllib.error.URLError, OSError) as e:
+        raise LabError(f"cannot reach the host's Debian mirror to check dists/{suite}: "
+                       f"{getattr(e, 'reason', e)}") from e
+
+
+def the_kernels_there(names):
+    """None, or why a LAB entry's kernel suite is not in the host's mirror,
+    naming those of KERNEL_SUITES it has: asked before anything is built."""
+    wanted = sorted({k for n in names for u, k in [split(n)] if k != u})
+    if not wanted:
+        return None
+    m = mirror()
+    if not m:
+        return "no Debian mirror in the host's apt sources to take a kernel from"
+    missing = [k for k in wanted if not release_there(m, k)]
+    if not missing:
+        return None
+    have = [k for k in KERNEL_SUITES if release_there(m, k)]
+    return (f"the host's Debian mirror has no {', '.join(missing)} (dists/SUITE/Release); "
+            f"the kernels' suites it has: {', '.join(have) or 'none of ' + ', '.join(KERNEL_SUITES)}")
+
+
 class Suite:
     """One suite's lab: its cache folder (build/lab/SUITE/), root file
     system, results folder (OUT), the guests that run it and what could
@@ -118,9 +171,11 @@ class Suite:
 
     def __init__(self, name, args, folder_root, log):
         self.name, self.args, self.log = name, args, log
-        self.dir = os.path.join(LAB_DIR, name)
+        self.userland, self.kernel_suite = split(name)
+        self.slug = folder_name(name)
+        self.dir = os.path.join(LAB_DIR, self.slug)
         self.rootfs = os.path.join(self.dir, "rootfs")
-        self.out = os.path.join(folder_root, name)
+        self.out = os.path.join(folder_root, self.slug)
         self.guests = []  # the guests booted, and those a TCG run boots (tcg)
         self.whole = self.tcg = self.vmlinuz = self.initrd = None
         self.unbuilt = {}  # configuration -> why its module did not build
@@ -146,6 +201,8 @@ class Suite:
         the cache as it was."""
         ok = os.path.join(self.dir, "rootfs.ok")  # the package list it was made with
         want = packages()
+        if self.kernel_suite != self.userland:  # the kernel and its headers from there
+            want = [f"{p}/{self.kernel_suite}" if p in KERNEL_PACKAGES else p for p in want]
         if (os.path.exists(ok) and open(ok).read().split() == want
                 and os.path.isdir(os.path.join(self.rootfs, "lib", "modules"))):
             return
@@ -164,7 +221,7 @@ class Suite:
         t0 = time.monotonic()
         try:
             sh(["mmdebstrap", "--variant=apt", "--include=" + ",".join(want),
-                *(SID_APTOPT if self.name == "sid" else []), self.name, tmp, m],
+                *self.aptopts(), self.userland, tmp, *self.sources(m)],
                self.log, timeout=MMDEBSTRAP_S)
         except BaseException:  # LabError, Ctrl-C: nothing half-made is left
             unmount_under(tmp)
@@ -178,6 +235,24 @@ class Suite:
         with open(ok, "w") as f:
             f.write(f"{' '.join(want)}\n")
         say(f"lab: {self.name}: root file system in {time.monotonic() - t0:.0f} s")
+
+    def sources(self, m):
+        """mmdebstrap's mirror lines: the suite's own; with another kernel's
+        suite, that one too (and a -backports suite's base, which its
+        packages assume)."""
+        if self.kernel_suite == self.userland:
+            return [m]
+        base = self.kernel_suite.removesuffix("-backports")
+        return [f"deb {m} {x} main" for x in dict.fromkeys([self.userland, self.kernel_suite,
+                                                            base])]
+
+    def aptopts(self):
+        """sid's (and a mixed guest's) Valid-Until waived; a mixed guest's
+        packages from its own suite wherever it has them (Default-Release),
+        the kernel's only as asked (pkg/KERNEL) and what that needs."""
+        if self.kernel_suite == self.userland:
+            return SID_APTOPT if self.name == "sid" else []
+        return [*SID_APTOPT, f'--aptopt=APT::Default-Release "{self.userland}"']
 
     def kernel(self):
         """(release, vmlinuz, initrd) of the guest's kernel."""

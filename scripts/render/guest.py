@@ -20,6 +20,7 @@ import record
 import stats
 from configs import BASELINE
 from record import INSTRUCTIONS, timed_for_real
+from render import lifecycle
 from render.formats import Notes, f_check, f_ins, f_interval, runs_cell, skipped_failed, table
 from render.sites import expectation, sites_table
 from render.y2011 import Y2011, Y2011_ROWS
@@ -223,6 +224,8 @@ def summary(top, folders):
     """TOP/summary.md from the suites' FOLDERS: a line per suite, the
     configuration x kernel table and the 2011 probes in instructions; its
     text."""
+    if all(lifecycle.is_lifecycle(d) for d in folders):  # make lab LIFECYCLE=1's
+        return lifecycle.lab_summary(top, folders)
     notes, body, guests = Notes(), [], []
     for d in folders:
         rows, meta, _ = record.load(d)

@@ -9,7 +9,10 @@ order-statistic interval of stats.median_ci (its coverage is said where it
 is under 95%: a cell of fewer than 6 cycles); per probe is the total over
 the cell's sites.  The bystander table sets the untraced process's cost
 per call under each way against the same process with no tracer, run just
-before (Welch's 95% interval).  Every figure is ns of the host's clock.
+before (Welch's 95% interval).  Every figure is of the folder's clock
+(CLOCKS, by meta.json's unit): ns of the host's, or, from make lab
+LIFECYCLE=1's guests, of the guest's under QEMU's -icount, which the
+report says beside each figure and never sets beside the host's.
 """
 import csv
 import json
@@ -17,15 +20,42 @@ import os
 import statistics
 
 import stats
+from record import INSTRUCTIONS, NS
 from render.plots import save
 
 KIND = "lifecycle"  # meta.json's "kind"
 LIFECYCLE_CSV, BYSTANDER_CSV = "lifecycle.csv", "bystander.csv"
 LC_COLUMNS = ["tracer", "path", "sweep", "sites", "procs", "cycle", "counted", "status",
-              "reason", "startup_s", "attach_s", "detach_s", "tracer_kb", "late_covered"]
+              "reason", "startup_s", "attach_s", "detach_s", "tracer_kb", "late_covered",
+              "semaphore"]
 BY_COLUMNS = ["way", "tracer", "run", "status", "reason", "trap_in_untraced", "traced_counted",
               "calls", "wall_ns", "user_ns", "sys_ns"]
 BASELINE_WAY = "untraced"
+# The folders' clocks, by where they ran (clock()): (a time's unit, its
+# thousandth, a call's unit, the plots' axis, what the clock is)
+HOST_CLOCK = ("s", "ms", "ns", "host clock", "Every figure is ns (seconds) of this host's clock.")
+ICOUNT_CLOCK = ("guest s", "guest ms", "instructions", "guest clock, -icount",
+                "Every figure is of the **guest's clock** under QEMU's -icount shift=0 on one "
+                "vCPU: while the guest runs it advances 1 ns a guest instruction; while it "
+                "idles (a grace period waited, a sleep) it jumps to the guest's next timer.  "
+                "So a time here (guest s) is instructions plus the timers waited, and a "
+                "call's cost is in instructions: neither is ever set beside the host's ns.")
+KVM_CLOCK = ("guest s", "guest ms", "guest ns", "guest clock, KVM",
+             "Every figure is ns (seconds) of the guest's clock under KVM: real time, on the "
+             "guest's kernel, never set beside the host's.")
+NO_CLOCK = ("-", "-", "-", "-", "No figures: the guest wrote no lifecycle folder.")
+
+
+def clock(meta):
+    """The clock of META's folder: the host's; a make lab guest's under
+    -icount (unit instructions) or KVM (ns); none where the guest wrote
+    nothing (lifecycle_folder's)."""
+    unit = meta.get("unit")
+    if unit == INSTRUCTIONS:  # (also the guest's own run, before the lab adds "lab")
+        return ICOUNT_CLOCK
+    if not meta.get("lab"):
+        return HOST_CLOCK
+    return KVM_CLOCK if unit == NS else NO_CLOCK
 
 
 def is_lifecycle(folder):
@@ -69,10 +99,12 @@ def cells(rows):
              "reasons": sorted({r["reason"] for r in rs if r["reason"]})}
         if counted:
             for k in ("attach_s", "detach_s", "startup_s"):
-                c[k] = interval([float(r[k]) for r in counted if r[k]])
+                got = [float(r[k]) for r in counted if r[k]]
+                c[k] = interval(got) if got else None  # (a newer bpftrace: no start-up told)
             kb = [int(r["tracer_kb"]) for r in counted if r["tracer_kb"]]
             c["tracer_kb"] = statistics.median(kb) if kb else None
             c["late_covered"] = sorted({r["late_covered"] for r in counted})
+            c["semaphore"] = sorted({r.get("semaphore") or "-" for r in counted})
             c["counted"] = sorted({r["counted"] for r in counted})
         out.append(c)
     return out
@@ -134,32 +166,47 @@ def f_ns(x):
 
 
 def markdown(meta, cs, bs):
-    out = [f"# make lifecycle on {meta.get('kernel', '?')}", "",
-           "Every figure is ns (seconds) of this host's clock.  Medians over each cell's counted "
+    tu, mu, cu, _, said = clock(meta)
+    lab = meta.get("lab") or {}
+    out = [f"# make lifecycle on {meta.get('kernel', '?')}"
+           + (f" (make lab's Debian {lab.get('suite')} guest)" if lab else ""), "",
+           said + "  Medians over each cell's counted "
            "cycles, [95% interval] from order statistics; a cell of fewer than 6 cycles shows "
-           "[min, max] and what that holds.  Attach: from the tracer's start until every site "
+           "[min, max] and what that holds.  Start-up: from the tracer's start until it "
+           "attaches (ftrace: its instance and lines; perf: its lines; bpftrace 0.17: its "
+           "'Attaching' line; a bpftrace that says 'Attached' only after: -).  Attach: from "
+           "the tracer's start until every site "
            "of every process holds int3; detach: from the stop until every site is its own "
            "byte again and the tracer has exited.", ""]
     for name, why in (meta.get("skipped") or {}).items():
         out.append(f"- {name}: skipped: {why}")
+    for what, why in (("failed", meta.get("failed")), ("stopped early", lab.get("unfinished")),
+                      ("interrupted", meta.get("interrupted"))):
+        if why:
+            out.append(f"- {what}: {why}")
     for sweep, what in (("sites", "against the number of probe sites (1 process)"),
-                        ("procs", "against the number of processes (1 site each)")):
+                        ("procs", "against the number of processes (1 site each)"),
+                        ("guarded", "of a guarded marker (the sdt-guarded build's, under its "
+                                    "semaphore: 1 process and a late one)")):
         rows = [c for c in cs if c["sweep"] == sweep]
         if not rows:
             continue
         out += ["", f"## Attach and detach {what}", "",
-                "| tracer | attach path | sites | processes | attach | detach | detach per probe "
-                "| tracer's memory | late process covered | count | status |",
-                "|---|---|---|---|---|---|---|---|---|---|---|"]
+                "| tracer | attach path | sites | processes | start-up | attach | detach "
+                "| detach per probe | tracer's memory | late process covered | semaphore "
+                "(held/late) | count | status |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for c in rows:
             per = None
             if c.get("detach_s"):
-                per = f_iv(c["detach_s"], 1000 / c["sites"], "ms")
+                per = f_iv(c["detach_s"], 1000 / c["sites"], mu)
             out.append(
                 f"| {c['tracer']} | {c['path']} | {c['sites']} | {c['procs']} | "
-                f"{f_iv(c.get('attach_s'))} | {f_iv(c.get('detach_s'))} | {per or '-'} | "
+                f"{f_iv(c.get('startup_s'), unit=tu)} | {f_iv(c.get('attach_s'), unit=tu)} | {f_iv(c.get('detach_s'), unit=tu)} | "
+                f"{per or '-'} | "
                 f"{kb(c.get('tracer_kb'))} | "
                 f"{', '.join(c.get('late_covered') or ['-'])} | "
+                f"{', '.join(c.get('semaphore') or ['-'])} | "
                 f"{', '.join(c.get('counted') or ['-'])} | "
                 f"{', '.join(c['statuses'])}{': ' + '; '.join(c['reasons']) if c['reasons'] else ''} |")
     if bs:
@@ -168,14 +215,15 @@ def markdown(meta, cs, bs):
                 "it maps", "",
                 f"One process is traced in each way; the other, untraced, calls kit_lib_call() "
                 f"{meta.get('inputs', {}).get('BY_CALLS', '?')} times a run"
-                + (f" ({base:.2f} ns a call with no tracer at all)" if base else "") + ".  Cost: "
-                "its ns per call over the same process with no tracer just before, Welch's 95% "
-                "interval; its own user and system ns per call say where the time went.", "",
-                "| way | trap in the untraced process | cost per call [95%] | its user ns/call "
-                "| its system ns/call | traced process counted | status |",
+                + (f" ({f_ns(base)} {cu} a call with no tracer at all)" if base else "")
+                + f".  Cost: its {cu} per call over the same process with no tracer just "
+                f"before, Welch's 95% interval; its own user and system {cu} per call say where "
+                "the cost went.", "",
+                f"| way | trap in the untraced process | cost per call [95%] | its user {cu}/call "
+                f"| its system {cu}/call | traced process counted | status |",
                 "|---|---|---|---|---|---|---|"]
         for b in bs:
-            iv = (f"{f_ns(b['cost_ns'])} [{f_ns(b['lo_ns'])}, {f_ns(b['hi_ns'])}] ns"
+            iv = (f"{f_ns(b['cost_ns'])} [{f_ns(b['lo_ns'])}, {f_ns(b['hi_ns'])}] {cu}"
                   if b.get("cost_ns") is not None else "-")
             out.append(f"| {b['way']} | {', '.join(b.get('trap') or ['-'])} | {iv} | "
                        f"{f_ns(b.get('user_ns'))} | {f_ns(b.get('sys_ns'))} | "
@@ -184,9 +232,10 @@ def markdown(meta, cs, bs):
     return "\n".join(out) + "\n"
 
 
-def answers(cs, bs):
+def answers(cs, bs, meta=None):
     """The terminal's lines: the slowest detach per probe, and what an
-    untraced process pays under the cheapest filter."""
+    untraced process pays under the cheapest filter (in META's clock)."""
+    tu, mu, cu, *_ = clock(meta or {})
     out, per = [], []
     for tracer in sorted({c["tracer"] for c in cs}):
         mine = sorted((c for c in cs if c["tracer"] == tracer and c["sweep"] == "sites"
@@ -198,16 +247,17 @@ def answers(cs, bs):
             per.append((slope, lo, hi))
     if per:
         slope, lo, hi = max(per, key=lambda x: x[0])
-        out.append(f"Slowest detach: {hi['tracer']} ({hi['path']}), {slope * 1000:.1f} ms more "
-                   f"a probe from {lo['sites']} to {hi['sites']} sites ({f_iv(hi['detach_s'])} "
+        out.append(f"Slowest detach: {hi['tracer']} ({hi['path']}), {slope * 1000:.1f} {mu} more "
+                   f"a probe from {lo['sites']} to {hi['sites']} sites "
+                   f"({f_iv(hi['detach_s'], unit=tu)} "
                    f"for {hi['sites']}).")
     ok = [b for b in bs if b.get("cost_ns") is not None and b["statuses"] == ["ok"]]
     if ok:
         b = min(ok, key=lambda x: x["cost_ns"])
         out.append(f"Cheapest pid filter for an untraced neighbour: {b['way']}, "
-                   f"{f_ns(b['cost_ns'])} [{f_ns(b['lo_ns'])}, {f_ns(b['hi_ns'])}] ns a call "
+                   f"{f_ns(b['cost_ns'])} [{f_ns(b['lo_ns'])}, {f_ns(b['hi_ns'])}] {cu} a call "
                    f"(trap there: {', '.join(b['trap'])}); the dearest, "
-                   + (lambda w: f"{w['way']}, {f_ns(w['cost_ns'])} ns a call.")(
+                   + (lambda w: f"{w['way']}, {f_ns(w['cost_ns'])} {cu} a call.")(
                        max(ok, key=lambda x: x["cost_ns"])))
     bad = [b for b in bs if b["statuses"] != ["ok"]]
     for b in bad:
@@ -215,7 +265,7 @@ def answers(cs, bs):
     return out
 
 
-def plot(folder, cs):
+def plot(folder, cs, meta=None):
     """lifecycle_attach.png and lifecycle_detach.png: log-log, a line per
     tracer and path, against sites and against processes."""
     try:
@@ -232,7 +282,8 @@ def plot(folder, cs):
             by = {}
             for c in cs:
                 if c["sweep"] == sweep and c.get(key) and c[key]["median"]:
-                    by.setdefault((c["tracer"], c["path"]), []).append(c)
+                    # the path without what it held: a line per tracer and path
+                    by.setdefault((c["tracer"], c["path"].split(" (")[0]), []).append(c)
             for (tracer, path), rows in sorted(by.items()):
                 rows.sort(key=lambda c: c[xk])
                 xs = [c[xk] for c in rows]
@@ -246,7 +297,7 @@ def plot(folder, cs):
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel(xl)
-            ax.set_ylabel(f"{title} time [s], host clock")
+            ax.set_ylabel(f"{title} time [{clock(meta or {})[0]}], {clock(meta or {})[3]}")
             ax.grid(True, which="both", alpha=0.3)
             if by:
                 ax.legend(fontsize=7)
@@ -262,14 +313,89 @@ def write(folder):
         meta = json.load(f)
     cs = cells(rows_of(folder, LIFECYCLE_CSV))
     bs = bystanders(rows_of(folder, BYSTANDER_CSV))
-    made = plot(folder, cs)
+    made = plot(folder, cs, meta)
     with open(os.path.join(folder, "report.md"), "w") as f:
         f.write(markdown(meta, cs, bs))
     with open(os.path.join(folder, "report.json"), "w") as f:
         json.dump({"kind": KIND, "cells": cs, "bystanders": bs, "plots":
                    [os.path.basename(p) for p in made]}, f, indent=1, sort_keys=True)
         f.write("\n")
-    lines = answers(cs, bs)
+    lines = answers(cs, bs, meta)
     lines.append(f"report: wrote {os.path.join(folder, 'report.md')}, report.json"
                  + (f" and {len(made)} plots" if made else ""))
     return lines
+
+
+# -- make lab LIFECYCLE=1: its top folder ---------------------------------------
+def lab_summary(top, folders):
+    """TOP/summary.md from the suites' lifecycle FOLDERS: a line per guest,
+    then per tracer and attach path the detach per probe and the attach at
+    the most sites, and each bystander way, kernel by kernel (each in its
+    guest's own clock, which the table names); its text."""
+    guests = []
+    for d in folders:
+        with open(os.path.join(d, "meta.json")) as f:
+            meta = json.load(f)
+        guests.append((meta, cells(rows_of(d, LIFECYCLE_CSV)),
+                       bystanders(rows_of(d, BYSTANDER_CSV))))
+    head = [f"{(m.get('lab') or {}).get('suite', '?')} "
+            f"{m.get('kernel') or (m.get('lab') or {}).get('kernel', '?')} [{clock(m)[3]}]"
+            for m, *_ in guests]
+    out = ["# make lab LIFECYCLE=1", "", "| suite | kernel | accelerator | clock | tracers | "
+           "status |", "|---|---|---|---|---|---|"]
+    for m, cs, bs in guests:
+        lab = m.get("lab") or {}
+        bad = sorted({s for c in cs for s in c["statuses"] if s != "ok"}
+                     | {s for b in bs for s in b["statuses"] if s != "ok"})
+        status = m.get("failed") or (", ".join(bad) + " in some cells" if bad else "ok")
+        if lab.get("unfinished"):
+            status += f"; stopped early: {lab['unfinished']}"
+        out.append(f"| {lab.get('suite', '?')} | {m.get('kernel') or lab.get('kernel', '?')} | "
+                   f"{lab.get('accel') or '-'} | {clock(m)[3]} | "
+                   f"{'; '.join(f'{k} {v}' for k, v in (m.get('tracers') or {}).items()) or '-'} | "
+                   f"{status} |")
+    out.append("")
+    for said in dict.fromkeys(clock(m)[4] for m, *_ in guests):  # each clock's own sentence
+        out += [said, ""]
+
+    def grid(title, key, pick, fmt):
+        rows = {}
+        for k, (m, cs, _) in enumerate(guests):
+            for c in cs:
+                if c["sweep"] == "sites" and c.get(key):
+                    rows.setdefault((c["tracer"], c["path"].split(" (")[0]), {}).setdefault(
+                        k, []).append(c)
+        if not rows:
+            return []
+        lines = ["", f"## {title}", "", "| tracer | attach path | " + " | ".join(head) + " |",
+                 "|---|---|" + "---|" * len(head)]
+        for (tracer, path), by in sorted(rows.items()):
+            lines.append(f"| {tracer} | {path} | " + " | ".join(
+                fmt(pick(by[k]), guests[k][0]) if k in by else "-"
+                for k in range(len(guests))) + " |")
+        return lines
+
+    def most(cs):
+        return max(cs, key=lambda c: c["sites"])
+    out += grid("Detach per probe, at the most sites each guest ran", "detach_s", most,
+                lambda c, m: f"{f_iv(c['detach_s'], 1000 / c['sites'], clock(m)[1])} "
+                             f"({c['sites']} sites)")
+    out += grid("Attach, at the most sites each guest ran", "attach_s", most,
+                lambda c, m: f"{f_iv(c['attach_s'], unit=clock(m)[0])} ({c['sites']} sites)")
+    ways = {}
+    for k, (m, _, bs) in enumerate(guests):
+        for b in bs:
+            ways.setdefault(b["way"], {})[k] = b
+    if ways:
+        out += ["", "## The bystander: the untraced process's cost per call", "",
+                "| way | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]
+        for way, by in ways.items():
+            out.append(f"| {way} | " + " | ".join(
+                (f"{f_ns(by[k]['cost_ns'])} [{f_ns(by[k]['lo_ns'])}, {f_ns(by[k]['hi_ns'])}] "
+                 f"{clock(guests[k][0])[2]}" if by[k].get("cost_ns") is not None
+                 else ", ".join(by[k]["statuses"])) if k in by else "-"
+                for k in range(len(guests))) + " |")
+    text = "\n".join(out) + "\n"
+    with open(os.path.join(top, "summary.md"), "w") as f:
+        f.write(text)
+    return text
