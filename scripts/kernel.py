@@ -28,7 +28,31 @@ the table has no expectation ("unknown"), never a guess.
 Nothing to run: stats.py and render/sites.py use expected() and check().
 """
 
+import re
+
 import configs
+
+# The kernel facts that change a tracer's figures, read from a kernel's own
+# config (make lab: each guest's /boot/config-REL): (label, how it is read).
+PREEMPTION = ("PREEMPT_RT", "PREEMPT", "PREEMPT_LAZY", "PREEMPT_VOLUNTARY", "PREEMPT_NONE")
+CONFIG_FACTS = [
+    ("preemption model", lambda c: next((m.lower().replace("_", "-") for m in PREEMPTION
+                                         if c.get(f"CONFIG_{m}") == "y"), "?")
+     + (", dynamic" if c.get("CONFIG_PREEMPT_DYNAMIC") == "y" else "")),
+    ("HZ (a guest's grace periods wait in its ticks)", lambda c: c.get("CONFIG_HZ", "?")),
+    ("RCU tasks-trace without its full barrier a hit (CONFIG_TASKS_TRACE_RCU_NO_MB)",
+     lambda c: c.get("CONFIG_TASKS_TRACE_RCU_NO_MB", "not set")),
+    ("CPU mitigations (CONFIG_CPU_MITIGATIONS)",
+     lambda c: c.get("CONFIG_CPU_MITIGATIONS", c.get("CONFIG_SPECULATION_MITIGATIONS",
+                                                     "not set"))),
+    ("uprobes (CONFIG_UPROBES)", lambda c: c.get("CONFIG_UPROBES", "not set")),
+]
+
+
+def config_facts(text):
+    """{label: value} of CONFIG_FACTS from a kernel config's TEXT."""
+    c = dict(re.findall(r"^(CONFIG_\w+)=\"?([^\"\n]*)\"?$", text, re.M))
+    return {label: read(c) for label, read in CONFIG_FACTS}
 
 # A site's verdict (stats.sites()), worst first.
 VERDICTS = {

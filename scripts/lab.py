@@ -191,7 +191,10 @@ def parse_args(argv):
     p.add_argument("--vars", action="store_true",
                    help="print the variables, one NAME=default a line, and exit (for make)")
     a = p.parse_args(argv)
+    lc_given = [x.name for x in LC_PARAMS if getattr(a, x.dest) is not None]
     params.fill(a, PARAMS)
+    if lc_given and not a.lifecycle:
+        p.error(f"{lc_given[0]} is make lifecycle's: it is allowed with LIFECYCLE=1 only")
     if a.lifecycle:  # what LIFECYCLE=1 has no use for is refused, not ignored
         clash = [name for name, given in (
             ("QUICK=1", a.quick), ("LAB_CONFIGS", a.lab_configs), ("MISS", a.miss),
@@ -200,8 +203,8 @@ def parse_args(argv):
                                          a.stap_runtime != "module")) if given]
         if clash:
             p.error(f"LIFECYCLE=1 is not allowed with {clash[0]}: make lifecycle runs its own "
-                    "sweep (PROBES, PROCS, TRACERS) in one guest a suite, under -icount, its "
-                    "SystemTap way on the module built beforehand")
+                    "sweep (PROBES, PROCS, TRACERS) in one guest a suite, its SystemTap way "
+                    "on the module built beforehand")
     return a
 
 

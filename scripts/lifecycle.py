@@ -144,7 +144,6 @@ PARAMS = [
     Param("BY_RUNS", params.int_in("BY_RUNS", 2, 100), 5,
           "bystander runs of each way, and of the untraced process with no tracer before it"),
     params.BY_NAME["NO_INSTALL"],
-    params.BY_NAME["UNIT"],  # make lab LIFECYCLE=1's guests: their clock under -icount
 ]
 NEEDS = {"bpftrace": "bpftrace", "perf": "linux-perf", "stap": "systemtap"}  # a tracer's command: its package
 
@@ -157,6 +156,9 @@ def parse_args(argv):
     p.add_argument("--no-bystanders", action="store_true", help="the lifecycle runs only")
     p.add_argument("--lab-modules", metavar="DIR", help="make lab's guests: the folder of the "
                    "modules the lab built beforehand, the stap way's among them")
+    # make lab's guests alone: their clock (instructions under -icount), which
+    # the report names; not a variable, so a host's run is never called so
+    p.add_argument("--unit", choices=record.UNITS, default=record.NS, help=params.argparse.SUPPRESS)
     p.add_argument("--vars", action="store_true",
                    help="print the variables, one NAME=default a line, and exit (for make)")
     a = p.parse_args(argv)
@@ -328,6 +330,15 @@ def tasks(pid):
     return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
 
 
+def session_of(pid):
+    """PID's session id, or None where it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[4])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def held_links(pid):
     """What process PID holds to the kernel, from its fds: {"perf_event":
     n, and each BPF link's link_type (uprobe_multi, perf_event, ...): n}."""
@@ -472,10 +483,10 @@ class Process:
                 pass
             self.proc.wait()
 
-    def spawn(self, cmd, log, env=None):
+    def spawn(self, cmd, log, env=None, cwd=None):
         self.out = log
         self.proc = subprocess.Popen(cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT,
-                                     start_new_session=True, env=env,
+                                     start_new_session=True, env=env, cwd=cwd,
                                      preexec_fn=host.default_signals)
 
     def said(self):
@@ -514,9 +525,10 @@ class Bpftrace(Process):
         cmd = ["bpftrace", *(["-p", str(self.pid_filter)] if self.by_pid else []), "-e", prog]
         t0 = time.monotonic()
         self.spawn(cmd, self.kit.log("bpftrace"), env)
-        # bpftrace 0.17 says "Attaching N probes..." once compiled and
-        # loaded, before the attach: its start-up; 0.21 on say "Attached N
-        # probes" after it, so there the start-up is not told apart (None).
+        # bpftrace 0.17 and 0.23 say "Attaching N probes..." once compiled
+        # and loaded, before the attach: its start-up; 0.27.1 says only
+        # "Attached N probes" after it, so there the start-up is not told
+        # apart (None).
         while not (said := re.search(r"^Attach(ing|ed) \d+ probe", self.said(), re.M)):
             self.gone_why()
             if time.monotonic() - t0 > LIVE_LIMIT_S:
@@ -660,12 +672,21 @@ class Stap(Process):
         except TracerError as e:
             raise TracerGone(f"stap: {e}") from e
         script = stap_script(self.sites.binary, next(iter(self.sites.offsets)))
+        # in the folder's logs/: where the runtime leaves MODULE.bo or .ko (removed at stop)
         self.spawn(["stap", *self.be.base_flags(), "-m", self.module, "-x",
-                    str(self.pid_filter), "-e", script], self.kit.log("stap"), self.be.env())
+                    str(self.pid_filter), "-e", script], self.kit.log("stap"), self.be.env(),
+                   cwd=self.kit.logs)
         return time.monotonic() - t0
 
     def ready(self):
-        return LIVE_LINE in self.said()
+        if LIVE_LINE not in self.said():
+            return False
+        # its session's processes (stapbpf names its uprobes after its own
+        # pid, and leaves them if it is killed): all the kit's, in the
+        # session it was started in
+        self.session = [int(d) for d in os.listdir("/proc") if d.isdigit()
+                        and session_of(int(d)) == self.proc.pid]
+        return True
 
     def counts(self):
         m = re.search(r"^kit-counted (\d+)$", self.said(), re.M)
@@ -675,6 +696,14 @@ class Stap(Process):
         try:
             return Process.stop(self, limit)
         finally:  # a killed staprun leaves its module loaded: the kit's own name
+            if self.proc:  # what a killed stapbpf leaves in uprobe_events, by its pid
+                tracefs.remove_leftovers(self.sites.binary,
+                                         [self.proc.pid, *getattr(self, "session", [])],
+                                         self.kit.tracefs)
+            for ext in (".bo", ".ko"):
+                junk = os.path.join(self.kit.logs, self.module + ext)
+                if os.path.exists(junk):
+                    os.remove(junk)
             for cmd in (["staprun", "-d", self.module], ["rmmod", self.module]):
                 if not os.path.isdir(f"/sys/module/{self.module}"):
                     break

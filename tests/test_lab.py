@@ -20,6 +20,7 @@ import unittest
 from kit_test import ROOT, SCRIPTS, descendants, need_root, pids_of, run, unavailable
 import configs
 import host
+import kernel
 import record
 import report
 from guest import common, shares, suite
@@ -122,7 +123,9 @@ class Inputs(unittest.TestCase):
                             "LIFECYCLE=1 is not allowed with ICOUNT=0"),
                            (["--lifecycle", "1", "--stap-runtime", "bpf"],
                             "LIFECYCLE=1 is not allowed with STAP_RUNTIME=bpf"),
-                           (["--lifecycle", "2"], "LIFECYCLE '2' is not allowed: want 0 or 1")):
+                           (["--lifecycle", "2"], "LIFECYCLE '2' is not allowed: want 0 or 1"),
+                           (["--probes", "1"],
+                            "PROBES is make lifecycle's: it is allowed with LIFECYCLE=1 only")):
             with self.subTest(args=args), tempfile.TemporaryDirectory() as res:
                 r = run([sys.executable, LAB_PY, *args, "--results", res])
                 self.assertEqual(r.returncode, 2, r.stderr)
@@ -217,6 +220,25 @@ class Tables(unittest.TestCase):
         self.assertIn("[1] the tracer saw 1 events, expected 1000 (3 runs)", lines)
         self.assertIn("[2] SystemTap 5.1 cannot build modules for kernel 6.12.117+deb13-amd64: "
                       "uprobes-inode.c:50:17: error: 'uprobe_unregister' undeclared (1 run)", lines)
+
+    def test_kernel_facts(self):
+        """The kernel facts, read from a config by hand: the preemption
+        model (dynamic or not), HZ, the RCU tasks-trace barrier option, the
+        mitigations (either option's name), uprobes; and the summary's table
+        of them, a column a guest."""
+        text = ("CONFIG_PREEMPT_BUILD=y\n# CONFIG_PREEMPT_NONE is not set\n"
+                "CONFIG_PREEMPT_VOLUNTARY=y\nCONFIG_PREEMPT_DYNAMIC=y\nCONFIG_HZ=1000\n"
+                "CONFIG_TASKS_TRACE_RCU_NO_MB=y\nCONFIG_SPECULATION_MITIGATIONS=y\n"
+                "CONFIG_UPROBES=y\n")
+        got = kernel.config_facts(text)
+        self.assertEqual(list(got.values()), ["preempt-voluntary, dynamic", "1000", "y", "y", "y"])
+        got = kernel.config_facts("CONFIG_PREEMPT_LAZY=y\nCONFIG_CPU_MITIGATIONS=y\n")
+        self.assertEqual(list(got.values()), ["preempt-lazy", "?", "not set", "y", "not set"])
+        lines = render_lab.kernel_facts([{"kernel_config": kernel.config_facts(text)}, {}],
+                                        ["a 6.1", "b 7.2"])
+        self.assertIn("| preemption model ", "\n".join(lines))
+        self.assertRegex("\n".join(lines), r"\| HZ [^|]*\| 1000 +\| - +\|")
+        self.assertEqual(render_lab.kernel_facts([{}, {}], ["a", "b"]), [])
 
     def test_2011_in_instructions(self):
         with tempfile.TemporaryDirectory() as top:

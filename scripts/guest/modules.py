@@ -59,7 +59,7 @@ def build_bystander(suite, rel, kit, why):
     """make lab LIFECYCLE=1: the SystemTap bystander way's module
     (lifecycle.STAP_MODULE, its script lifecycle.stap_script) built in the
     chroot for the guest's kernel REL into KIT's build/lab-modules/, where
-    the guest's STAP_MODULES finds it; where it cannot be built (WHY: the
+    the guest's lifecycle.py finds it (--lab-modules); where it cannot be built (WHY: the
     pre-flight's answer, else the build's), STAP_MODULE.why there says
     why, and the guest's row says it."""
     out = os.path.join(kit, "build", "lab-modules")

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import time
 
+import kernel
 from host import say
 from . import init, modules
 from .common import GUEST_KIT, LabError
@@ -54,6 +55,9 @@ def run_suite(name, args, top, log, state):
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: keep what the guests wrote, then stop
         for g in suite.guests:
             g.stop_qemu(grace=0)
+        if suite.guests:  # (run_lifecycle says these once its guest is back)
+            extra.setdefault("accel", suite.guests[0].accel)
+            extra.setdefault("icount", suite.guests[0].icount)
         if any(g.reached for g in suite.guests) and not args.shell:
             why = "the lab was interrupted (Ctrl-C or SIGTERM)"
             try:  # a guest that had powered off finished
@@ -81,6 +85,10 @@ def prepare(suite, extra):
     suite.make_rootfs()
     rel, suite.vmlinuz, suite.initrd = suite.kernel()
     extra.update(kernel=rel, stap=modules.version(suite))
+    config = os.path.join(suite.rootfs, "boot", f"config-{rel}")
+    if os.path.exists(config):  # what changes the figures, from the guest's own config
+        with open(config) as f:
+            extra["kernel_config"] = kernel.config_facts(f.read())
     kit = suite.put_kit()
     why = modules.preflight(suite, rel)
     say(f"lab: {suite.name}: pre-flight: " + (why or f"SystemTap {extra['stap']} builds modules "

@@ -159,9 +159,13 @@ def the_kernels_there(names):
     missing = [k for k in wanted if not release_there(m, k)]
     if not missing:
         return None
-    have = [k for k in KERNEL_SUITES if release_there(m, k)]
-    return (f"the host's Debian mirror has no {', '.join(missing)} (dists/SUITE/Release); "
-            f"the kernels' suites it has: {', '.join(have) or 'none of ' + ', '.join(KERNEL_SUITES)}")
+    why = f"the host's Debian mirror has no {', '.join(missing)} (dists/SUITE/Release)"
+    try:
+        have = [k for k in KERNEL_SUITES if release_there(m, k)]
+    except LabError as e:  # what it has cannot be listed: what it lacks still stands
+        return f"{why}; what it has could not be listed ({e})"
+    return (f"{why}; the kernels' suites it has: "
+            f"{', '.join(have) or 'none of ' + ', '.join(KERNEL_SUITES)}")
 
 
 class Suite:
@@ -226,6 +230,8 @@ class Suite:
         except BaseException:  # LabError, Ctrl-C: nothing half-made is left
             unmount_under(tmp)
             shutil.rmtree(tmp, ignore_errors=True)
+            if not os.listdir(self.dir):  # (a SUITE:KERNEL apt could not install)
+                os.rmdir(self.dir)
             raise
         if os.path.exists(ok):
             os.remove(ok)  # from here until the rename, no list names the folder

@@ -16,6 +16,7 @@ import json
 import os
 
 import configs
+import kernel
 import record
 import stats
 from configs import BASELINE
@@ -221,15 +222,17 @@ def kernel_cell(c, reasons, notes):
 
 
 def summary(top, folders):
-    """TOP/summary.md from the suites' FOLDERS: a line per suite, the
-    configuration x kernel table and the 2011 probes in instructions; its
-    text."""
+    """TOP/summary.md from the suites' FOLDERS: a line per suite, their
+    kernel facts, the configuration x kernel table and the 2011 probes in
+    instructions; its text."""
     if all(lifecycle.is_lifecycle(d) for d in folders):  # make lab LIFECYCLE=1's
         return lifecycle.lab_summary(top, folders)
-    notes, body, guests = Notes(), [], []
+    folders = [d for d in folders if not lifecycle.is_lifecycle(d)]  # (one copied in)
+    notes, body, guests, labs = Notes(), [], [], []
     for d in folders:
         rows, meta, _ = record.load(d)
         lab = meta.get("lab", {})
+        labs.append(lab)
         counts = {}
         for r in rows:
             counts[r["status"]] = counts.get(r["status"], 0) + 1
@@ -245,12 +248,24 @@ def summary(top, folders):
             guests.append({"a": dict(stats.analyse(rows, meta), **stats.outcomes(rows)), "lab": lab,
                            "folder": os.path.relpath(d, os.path.dirname(os.path.dirname(d)))})
     lines = [table(SUMMARY_HEAD, body)] + notes.lines()
+    lines += kernel_facts(labs, [f"{lab.get('suite')} {short_kernel(lab)}" for lab in labs])
     lines += kernels_table(folders) + lab_2011(guests)
     text = "\n".join(lines) + "\n"
     os.makedirs(top, exist_ok=True)
     with open(os.path.join(top, "summary.md"), "w") as f:
         f.write(text)
     return text
+
+
+def kernel_facts(labs, heads):
+    """The kernel facts (kernel.CONFIG_FACTS) of each lab guest (LABS: their
+    meta's "lab"), a column each under HEADS: markdown lines, [] if none."""
+    if not any(lab.get("kernel_config") for lab in labs):
+        return []
+    body = [[label] + [(lab.get("kernel_config") or {}).get(label, "-") for lab in labs]
+            for label, _ in kernel.CONFIG_FACTS]
+    return ["", "The kernel facts that change the figures, from each guest's own config "
+            "(/boot/config-REL):", "", table(["fact"] + heads, body)]
 
 
 def lab_2011(guests):

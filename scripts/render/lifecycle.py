@@ -173,8 +173,9 @@ def markdown(meta, cs, bs):
            said + "  Medians over each cell's counted "
            "cycles, [95% interval] from order statistics; a cell of fewer than 6 cycles shows "
            "[min, max] and what that holds.  Start-up: from the tracer's start until it "
-           "attaches (ftrace: its instance and lines; perf: its lines; bpftrace 0.17: its "
-           "'Attaching' line; a bpftrace that says 'Attached' only after: -).  Attach: from "
+           "attaches (ftrace: its instance and lines; perf: its lines; bpftrace: until its "
+           "'Attaching' line; one that says only 'Attached' after it, as 0.27.1 does: -).  "
+           "Attach: from "
            "the tracer's start until every site "
            "of every process holds int3; detach: from the stop until every site is its own "
            "byte again and the tracer has exited.", ""]
@@ -357,6 +358,8 @@ def lab_summary(top, folders):
     out.append("")
     for said in dict.fromkeys(clock(m)[4] for m, *_ in guests):  # each clock's own sentence
         out += [said, ""]
+    from render.guest import kernel_facts  # (render.guest imports this file)
+    out += kernel_facts([m.get("lab") or {} for m, *_ in guests], head)
 
     def grid(title, key, pick, fmt):
         rows = {}
