@@ -184,40 +184,37 @@ class Sites:
         self.original = {n: elf.data[o] for n, o in self.offsets.items()}
         self._addr = {}  # pid: {name: address}
 
+    def mapped_at(self, pid, offsets, executable):
+        """{name: address in PID} of OFFSETS ({name: file offset}) in the
+        binary's mappings (EXECUTABLE: those alone, where uprobes write);
+        names no mapping holds are left out."""
+        maps = []
+        with open(f"/proc/{pid}/maps") as f:
+            for ln in f:
+                cols = ln.split()
+                if len(cols) >= 6 and (not executable or "x" in cols[1]) and \
+                        os.path.realpath(cols[5]) == self.binary:
+                    lo, hi = (int(x, 16) for x in cols[0].split("-"))
+                    maps.append((lo, hi, int(cols[2], 16)))
+        return {name: lo + off - moff for name, off in offsets.items()
+                for lo, hi, moff in maps if moff <= off < moff + hi - lo}
+
     def semaphore(self, pid, name):
         """The value of NAME's semaphore (2 bytes) in PID's memory, from the
         binary's mapping that holds its file offset; None if it has none."""
         off = self.semaphores.get(name)
         if off is None:
             return None
-        with open(f"/proc/{pid}/maps") as f:
-            for ln in f:
-                cols = ln.split()
-                if len(cols) >= 6 and os.path.realpath(cols[5]) == self.binary:
-                    lo, hi = (int(x, 16) for x in cols[0].split("-"))
-                    moff = int(cols[2], 16)
-                    if moff <= off < moff + hi - lo:
-                        with open(f"/proc/{pid}/mem", "rb", buffering=0) as m:
-                            m.seek(lo + off - moff)
-                            return int.from_bytes(m.read(2), "little")
-        raise RuntimeError(f"pid {pid} maps no page of {self.binary} at its semaphore")
+        at = self.mapped_at(pid, {name: off}, executable=False)
+        if name not in at:
+            raise RuntimeError(f"pid {pid} maps no page of {self.binary} at its semaphore")
+        with open(f"/proc/{pid}/mem", "rb", buffering=0) as m:
+            m.seek(at[name])
+            return int.from_bytes(m.read(2), "little")
 
     def addresses(self, pid):
         if pid not in self._addr:
-            maps = []
-            with open(f"/proc/{pid}/maps") as f:
-                for ln in f:
-                    cols = ln.split()
-                    # uprobes write only into executable mappings
-                    if len(cols) >= 6 and "x" in cols[1] and \
-                            os.path.realpath(cols[5]) == self.binary:
-                        lo, hi = (int(x, 16) for x in cols[0].split("-"))
-                        maps.append((lo, hi, int(cols[2], 16)))
-            got = {}
-            for name, off in self.offsets.items():
-                for lo, hi, moff in maps:
-                    if moff <= off < moff + hi - lo:
-                        got[name] = lo + off - moff
+            got = self.mapped_at(pid, self.offsets, executable=True)
             if len(got) != len(self.offsets):
                 return None  # not mapped yet
             self._addr[pid] = got
