@@ -21,7 +21,7 @@ Q := @
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all list needs packages configs run report test clean help lab lab-shell fleet lifecycle floor versus
+.PHONY: all list needs packages configs run report test clean help lab lab-shell atlas fleet lifecycle floor versus
 
 # The builds: src/builds.tsv, one row each (its header says the columns).
 # field(BUILD,N): column N of BUILD's row.
@@ -181,6 +181,14 @@ lab-shell:
 	$(foreach v,$(LAB_VARS),$(call check_given,$(v)))
 	$(Q)$(PYTHON) scripts/lab.py --shell
 
+# Every configuration on every kernel the mirror offers, one suite's tools held
+# still, with the host's ns beside them (scripts/atlas.py), into docs/atlas/.
+ATLAS_VARS = $(shell $(PYTHON) scripts/atlas.py --vars | cut -d= -f1)
+
+atlas:
+	$(foreach v,$(ATLAS_VARS),$(call check_given,$(v)))
+	$(Q)$(PYTHON) scripts/atlas.py
+
 # The kit on every host of an Ansible inventory (scripts/fleet.py): the
 # runner's variables are checked here and handed to each host's make run.
 FLEET_VARS = $(shell $(PYTHON) scripts/fleet.py --vars | cut -d= -f1)
@@ -219,6 +227,8 @@ help:
 	@echo "make report       the report of results/latest (RESULTS='results/A results/B' for several)"
 	@echo "make lab          every configuration in guest kernels, SystemTap's module runtime for real, in instructions; its variables (scripts/lab.py --help says more):"
 	@$(PYTHON) scripts/lab.py --vars | sed 's/^/                    /'
+	@echo "make atlas        every configuration on every kernel of the mirror, in instructions, the host's ns beside them (docs/atlas/); its variables:"
+	@$(PYTHON) scripts/atlas.py --vars | sed 's/^/                    /'
 	@echo "make lab-shell    a shell in the (first) guest, the kit at /kit"
 	@echo "make fleet        make run on every host of an Ansible inventory, folders fetched back; its variables (and make run's):"
 	@$(PYTHON) scripts/fleet.py --vars | sed 's/^/                    /'

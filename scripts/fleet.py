@@ -90,11 +90,7 @@ PARAMS = [
 
 
 def parse_args(argv):
-    p = params.Parser(prog="fleet.py", description=__doc__.split("\n\n")[0])
-    params.add(p, PARAMS)
-    p.add_argument("--results", default=os.path.join(ROOT, "results"), metavar="DIR")
-    p.add_argument("--vars", action="store_true",
-                   help="print the variables, one NAME=default a line, and exit (for make)")
+    p = params.entry_parser("fleet.py", __doc__, PARAMS, os.path.join(ROOT, "results"))
     a = p.parse_args(argv)
     params.fill(a, PARAMS)
     if not a.vars and not a.inventory:

@@ -184,12 +184,8 @@ PARAMS = [
 
 
 def parse_args(argv):
-    p = params.Parser(prog="lab.py", description=__doc__.split("\n\n")[0])
-    params.add(p, PARAMS)
+    p = params.entry_parser("lab.py", __doc__, PARAMS, os.path.join(ROOT, "results"))
     p.add_argument("--shell", action="store_true", help="a shell in the guest (make lab-shell)")
-    p.add_argument("--results", default=os.path.join(ROOT, "results"), metavar="DIR")
-    p.add_argument("--vars", action="store_true",
-                   help="print the variables, one NAME=default a line, and exit (for make)")
     a = p.parse_args(argv)
     lc_given = [x.name for x in LC_PARAMS if getattr(a, x.dest) is not None]
     params.fill(a, PARAMS)

@@ -337,6 +337,17 @@ def add(parser, params):
                             help=f"{par.help} (default {shown})".replace("%", "%%"))
 
 
+def entry_parser(prog, doc, plist, results):
+    """An entry point's parser (make lab, make atlas, make fleet): its
+    PLIST's flags, --results (RESULTS its default) and --vars for make."""
+    p = Parser(prog=prog, description=doc.split("\n\n")[0])
+    add(p, plist)
+    p.add_argument("--results", default=results, metavar="DIR")
+    p.add_argument("--vars", action="store_true",
+                   help="print the variables, one NAME=default a line, and exit (for make)")
+    return p
+
+
 def fill(args, params, instead=None):
     """The defaults of PARAMS in ARGS where neither flag nor variable was
     given (INSTEAD: other defaults by name)."""

@@ -9,6 +9,7 @@ render/ wing: the answers first (render/summary.py), then the detail
     python3 scripts/report.py results/A --guest results/B-lab/sid  # a guest's 2011 column
     python3 scripts/report.py results/B-lab         # a lab: each suite, and summary.md
     python3 scripts/report.py results/C-fleet       # a fleet: every host, one table (summary.md)
+    python3 scripts/report.py docs/atlas            # the atlas: its README.md from its folders
     python3 scripts/report.py results/C-fleet --reference HOST   # the others against HOST
     python3 scripts/report.py results/D-lifecycle   # make lifecycle's attach, detach, bystanders
     make report RESULTS='results/A results/B'
@@ -44,7 +45,7 @@ from stats import analyse, outcomes, paced  # noqa: E402
 from render.environment import environment  # noqa: E402
 from render.formats import skipped_failed  # noqa: E402
 from render.guest import lab_markdown  # noqa: E402
-from render import fleet, lifecycle  # noqa: E402
+from render import atlas, fleet, lifecycle  # noqa: E402
 from render.paced import paced_markdown  # noqa: E402
 from render.tight import tight_markdown  # noqa: E402
 from render.y2011 import Y2011_CONFIGS  # noqa: E402
@@ -221,6 +222,10 @@ def main(argv):
               "instructions at 1 thread beside its baseline; no guest column", file=sys.stderr)
     results, units, status, labs = [], {}, 0, 0
     for folder in folders:
+        if atlas.is_atlas(folder):  # make atlas's: its README.md from its folders
+            print(atlas.write(folder))
+            labs += 1
+            continue
         if lab_top(folder):
             labs += 1
             continue

@@ -1,0 +1,124 @@
+"""test_atlas.py: make atlas (scripts/atlas.py) and its report
+(render/atlas.py): the committed atlas's README.md is made again, byte
+for byte, from the committed folders beside it; the steps between
+kernels, the run-to-run spread and the kernels' order on hand-computed
+figures; bad input refused before anything is made.
+
+    make test TESTS=atlas
+
+Needs nothing but python3 (the mirror for one refusal, skipped without it).
+"""
+import os
+import re
+import shutil
+import sys
+import tempfile
+import unittest
+
+from kit_test import REPORT_PY, ROOT, SCRIPTS, run, unavailable
+
+sys.path.insert(0, SCRIPTS)
+from render import atlas  # noqa: E402
+
+ATLAS_PY = os.path.join(SCRIPTS, "atlas.py")
+COMMITTED = os.path.join(ROOT, "docs", "atlas")
+
+
+class Golden(unittest.TestCase):
+    def test_readme_from_its_folders(self):
+        """docs/atlas/README.md is the report's own output: regenerated from
+        a copy of the committed folders, it is the committed file."""
+        with open(os.path.join(COMMITTED, atlas.README)) as f:
+            want = f.read()
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = os.path.join(tmp, "atlas")
+            shutil.copytree(COMMITTED, copy)
+            os.remove(os.path.join(copy, atlas.README))
+            r = run([sys.executable, REPORT_PY, copy])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(copy, atlas.README)) as f:
+                got = f.read()
+        self.assertEqual(got, want, "docs/atlas/README.md is not what its folders give: "
+                         "`python3 scripts/report.py docs/atlas` writes it")
+
+    def test_units_apart(self):
+        """Every kernel's column is in instructions, the host's in ns, and no
+        head names both units."""
+        with open(os.path.join(COMMITTED, atlas.README)) as f:
+            text = f.read()
+        head = next(ln for ln in text.splitlines() if re.match(r"\| config +\| threads ", ln))
+        cols = [c.strip() for c in head.strip("|").split("|")]
+        guests, hst = atlas.load(COMMITTED)
+        self.assertGreaterEqual(len(guests), 1)
+        for g in guests:
+            self.assertIn(f"{g['head']} [instructions/event]", cols)
+        if hst:
+            self.assertIn(f"{hst['head']} (its own kernel) [ns/event]", cols)
+        for c in cols:
+            self.assertFalse("instructions" in c and "[ns" in c, c)
+
+
+def ov(m, lo, hi):
+    return {"mean_ns": m, "lo_ns": lo, "hi_ns": hi}
+
+
+class Figures(unittest.TestCase):
+    def test_steps(self):
+        """A step where adjacent intervals do not overlap, by hand: 6.1's
+        [98, 102] against 6.12's [118, 122] is +20.00 (f_ins); 6.12 against 7.2's
+        [119, 125] overlaps (none); a kernel without an interval (None)
+        breaks the chain (none across it)."""
+        heads = ["6.1 (bookworm)", "6.12.117 (trixie)", "7.2.13 (sid)", "7.3.4 (x)", "7.4 (y)"]
+        row = [ov(100, 98, 102), ov(120, 118, 122), ov(122, 119, 125), None, ov(50, 49, 51)]
+        self.assertEqual(atlas.steps(row, heads), "6.1 → 6.12.117: +20.00")
+        self.assertEqual(atlas.steps([ov(120, 118, 122), ov(100, 98, 102)], heads[:2]),
+                         "6.1 → 6.12.117: -20.00")
+        self.assertEqual(atlas.steps([ov(1, 0, 2)], heads[:1]), "-")
+
+    def test_spread(self):
+        """(max - min) / median over the runs: 1000, 1004, 1002 is 4/1002."""
+        c = {"per_rep_ns": {0: 1000.0, 1: 1004.0, 2: 1002.0}}
+        self.assertAlmostEqual(atlas.spread(c), 4 / 1002)
+        self.assertIsNone(atlas.spread({"per_rep_ns": {0: 5.0}}))
+
+    def test_release_order(self):
+        got = sorted(["7.3.4+deb13-amd64", "6.12.117+deb13-amd64", "7.3-rc7-amd64",
+                      "6.1.0-50-amd64", "6.12.95+bpo-amd64", "7.2.13+deb14-amd64"],
+                     key=atlas.release_key)
+        self.assertEqual(got, ["6.1.0-50-amd64", "6.12.95+bpo-amd64", "6.12.117+deb13-amd64",
+                               "7.2.13+deb14-amd64", "7.3-rc7-amd64", "7.3.4+deb13-amd64"])
+
+
+class Inputs(unittest.TestCase):
+    def test_refused(self):
+        """Bad input: exit 2, the value named with what is allowed, and no
+        atlas folder made."""
+        with tempfile.TemporaryDirectory() as tmp:
+            d = os.path.join(tmp, "atlas")
+            for env, want in (({"ATLAS_KERNELS": "x y"}, "ATLAS_KERNELS 'x y' is not allowed: "
+                               "want a comma-separated list of Debian suites"),
+                              ({"ATLAS_TOOLS": "woody"}, "ATLAS_TOOLS 'woody' is not allowed: "
+                               "want one of"),
+                              ({"ATLAS_FRESH": "2"}, "ATLAS_FRESH '2'")):
+                r = run([sys.executable, ATLAS_PY], env=dict(os.environ, ATLAS_DIR=d, **env))
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(want, r.stderr)
+                self.assertFalse(os.path.exists(d))
+
+    def test_kernel_the_mirror_lacks(self):
+        """A kernel the mirror does not have is refused before anything is
+        made, naming the kernels' suites it has."""
+        with tempfile.TemporaryDirectory() as tmp:
+            d = os.path.join(tmp, "atlas")
+            r = run([sys.executable, ATLAS_PY], env=dict(os.environ, ATLAS_DIR=d,
+                                                         ATLAS_KERNELS="trixie,woody"))
+            if "cannot reach the host's Debian mirror" in r.stderr or "no Debian mirror" in r.stderr:
+                unavailable(self, r.stderr.strip())
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertRegex(r.stderr, r"ATLAS_KERNELS 'trixie,woody' is not allowed: the host's "
+                                       r"Debian mirror has no woody .*suites it has: .*\bsid\b")
+            self.assertFalse(os.path.exists(d))
+
+
+if __name__ == "__main__":
+    unittest.main()
