@@ -13,6 +13,7 @@ UNIT=$(sed -n 's/.*kit_unit=\([a-z]*\).*/\1/p' /proc/cmdline)
 export UNIT="${UNIT:-ns}"
 cd @kit
 STAP_RUNTIME=@runtime STAP_MODULES=@kit/build/lab-modules @run 2>&1 | tee @kit/results/lab-run.log
+@after
 lsmod | grep '^kit_' > @kit/results/modules-left.txt
 echo "KIT-LAB: modules left: $(wc -l < @kit/results/modules-left.txt)"
 sync
