@@ -150,7 +150,8 @@ def take(src, dst):
     the atlas holds what its report reads, small enough to commit."""
     tmp = dst + ".new"
     shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(src, tmp, symlinks=True, ignore=shutil.ignore_patterns("logs"))
+    shutil.copytree(src, tmp, symlinks=True,  # the folder's own report stays with its logs
+                    ignore=shutil.ignore_patterns("logs", "report.*", "*.png"))
     with open(os.path.join(tmp, "FROM"), "w") as f:
         f.write(os.path.relpath(src, ROOT) + "\n")  # where the logs are
     if os.path.isdir(dst):

@@ -23,10 +23,9 @@ QUICK_ITER = 20000
 # WHERE=1: a window of WHERE_ITER calls (some 30M instructions traced, a few
 # timer ticks), WHERE_RUNS of them a cell, at WHERE_THREADS
 WHERE_ITER, WHERE_RUNS = 20000, 2
-# what a WHERE=1 guest keeps for guest/where.py: its kernel's symbols and
-# vmalloc areas, read as it ends (the same boot: the same KASLR offsets)
-WHERE_AFTER = ("cat /proc/kallsyms > @kit/results/kallsyms.txt; "
-               "cat /proc/vmallocinfo > @kit/results/vmallocinfo.txt")
+# what a WHERE=1 guest keeps for guest/where.py: its kernel's symbols, read
+# as it ends (the same boot: the same KASLR offsets)
+WHERE_AFTER = "cat /proc/kallsyms > @kit/results/kallsyms.txt"
 # The guest runner's sizing, where not QUICK (its own PARAMS, in the guest's
 # clock, where 1 s is 1e9 instructions): a traced run cut to ~20M
 # instructions, an untraced one 1M calls (its tick adds ~0.003 a call),

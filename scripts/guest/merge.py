@@ -140,7 +140,7 @@ def keep_logs(logs, g, res, timings, left):
         theirs = plan.load(t)
         mine = {c.name: theirs[c.name] for c in g.cfgs if c.name in theirs}
         timings.setdefault(os.path.basename(t), {}).update(mine)
-    for name in ("lab-run.log", "modules-left.txt", where.KALLSYMS, where.VMALLOC):
+    for name in ("lab-run.log", "modules-left.txt", where.KALLSYMS):
         if os.path.exists(os.path.join(res, name)):
             base, ext = os.path.splitext(name)
             shutil.copy(os.path.join(res, name), os.path.join(logs, base + g.sfx + ext))

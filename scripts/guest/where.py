@@ -2,20 +2,20 @@
 plugin (src/plugin/where.c) wrote, for each window the target opened
 around its timed loop, how many guest instructions ran at each kernel
 address and in user space, tagged with the target's pid; here each
-window is matched to the run that made it (the target's record in the
-run's log names its pid), each address named from the guest's own
-/proc/kallsyms and /proc/vmallocinfo (read as the guest ended: the same
-boot, so the same KASLR offsets), and the lot written as where.csv beside
-runs.csv: a line per run and function, in guest instructions (window
-totals, not yet per event; render/where.py divides and subtracts).
+window is matched to the run that made it (the target's record in the run's log names its pid),
+each kernel address named from the guest's own /proc/kallsyms (read as
+the guest ended: the same boot, so the same KASLR offsets), and the lot
+written as where.csv beside runs.csv: a line per run and function, in
+guest instructions (window totals, not yet per event; render/where.py
+divides and subtracts).
 
-An address in the modules' area that no vmalloc area still held at the
-end (or one whose nearest symbol lies in another area) was a tracer's own
-code, gone by then: a SystemTap module or a JIT-compiled BPF program
-(MODULE_AREA).  /proc/modules cannot tell: a module's size there counts
-its text, data and init parts, which lie apart, so a span from its base
-covers other modules' text (a gone stap module's hits were named after
-sr_mod's exit_sr so, on 7.2).
+An address in the modules' area is MODULE_AREA, never a module's symbol:
+the code that runs there in a window is the tracer's own (a SystemTap
+module, a JIT-compiled BPF program or trampoline), gone when the guest
+ends, and on 7.x kernels modules share 2 MB execmem caches, so neither
+/proc/modules (a module's size there counts parts that lie apart) nor
+/proc/vmallocinfo (one area a cache) bounds a module's text: a gone stap
+module's hits were named after sr_mod's exit_sr both ways on 7.2.
 
 Nothing to run: guest/merge.py calls symbolise() for WHERE=1.
 """
@@ -28,10 +28,10 @@ import record
 
 WHERE_CSV = "where.csv"
 RAW = "where-raw.txt"  # the plugin's own output, kept in logs/
-KALLSYMS, VMALLOC = "kallsyms.txt", "vmallocinfo.txt"  # the guest's, in logs/
+KALLSYMS = "kallsyms.txt"  # the guest's, in logs/
 COLUMNS = ["config", "threads", "rep", "calls", "wall", "window", "function", "instructions"]
 USER = "[user space]"  # every user-space instruction: the program, an XOL slot, a trampoline
-MODULE_AREA = "[a module or BPF program gone at the end]"
+MODULE_AREA = "[module area: the tracer's module or BPF program]"
 NO_SYMBOL = "[kernel: no symbol]"
 MODULES_START, MODULES_END = 0xffffffffa0000000, 0xffffffffff000000  # x86-64's module area
 PID = re.compile(r'"format":"kit-target-record[^"]*".*?"pid":(\d+)')
@@ -59,40 +59,25 @@ def windows(path):
 
 
 class Symbols:
-    """The guest kernel's text symbols and its vmalloc areas at the end."""
+    """The guest kernel's text symbols, and where its text ends."""
 
-    def __init__(self, kallsyms, vmalloc):
+    def __init__(self, kallsyms):
         syms = []
         with open(kallsyms) as f:
             for ln in f:
                 p = ln.split()
-                if len(p) >= 3 and p[1] in "tTwW" and int(p[0], 16):
+                if (len(p) == 3 and p[1] in "tTwW" and int(p[0], 16)
+                        and not MODULES_START <= int(p[0], 16) < MODULES_END):
                     syms.append((int(p[0], 16), p[2]))
         syms.sort()
         self.addrs, self.names = [a for a, _ in syms], [n for _, n in syms]
         self.etext = dict((n, a) for a, n in syms).get("_etext", MODULES_START)
-        self.areas = []  # (start, end) of each vmalloc area held at the end
-        with open(vmalloc) as f:
-            for ln in f:
-                m = re.match(r"0x([0-9a-f]+)-0x([0-9a-f]+)\s", ln)
-                if m:
-                    self.areas.append((int(m.group(1), 16), int(m.group(2), 16)))
-        self.areas.sort()
-
-    def area(self, a):
-        i = bisect.bisect_right(self.areas, (a, float("inf"))) - 1
-        return self.areas[i] if i >= 0 and self.areas[i][0] <= a < self.areas[i][1] else None
 
     def name(self, a):
-        i = bisect.bisect_right(self.addrs, a) - 1
         if MODULES_START <= a < MODULES_END:
-            held = self.area(a)
-            if not held or i < 0 or self.addrs[i] < held[0]:
-                return MODULE_AREA
-            return self.names[i]
-        if i < 0 or a >= self.etext:
-            return NO_SYMBOL
-        return self.names[i]
+            return MODULE_AREA
+        i = bisect.bisect_right(self.addrs, a) - 1
+        return NO_SYMBOL if i < 0 or a >= self.etext else self.names[i]
 
 
 def run_pids(folder, rows):
@@ -114,7 +99,7 @@ def symbolise(folder):
     kallsyms and modules): {"windows", "matched", "unmatched", "done"}."""
     logs = os.path.join(folder, "logs")
     wins, done = windows(os.path.join(logs, RAW))
-    syms = Symbols(os.path.join(logs, KALLSYMS), os.path.join(logs, VMALLOC))
+    syms = Symbols(os.path.join(logs, KALLSYMS))
     rows, _, _ = record.load(folder)
     by_pid = run_pids(folder, [r for r in rows if r.get("status") in record.MEASURED])
     matched = 0

@@ -57,7 +57,7 @@ STEPS = [
         r"time_stamp|reserve_next_event|try_to_discard|add_timestamp)", r"_*perf_.*",
         r"_*bpf_.*", r"uprobe_prog_run", r"memcpy.*", r"native_sched_clock",
         r"sched_clock.*", r"ktime_get.*", r"mutex_(un)?lock", r"__mutex_.*",
-        r"migrate_(en|dis)able", r"_stp_.*", r"stp_.*", r"\[a module or BPF .*\]",
+        r"migrate_(en|dis)able", r"_stp_.*", r"stp_.*", r"\[module area: .*\]",
         r"_*htab_.*", r"lookup_nulls_elem_raw", r"memcmp", r"uprobe_multi_link_.*"]),
     ("emulation or single-step", "the probed instruction emulated or stepped in its XOL "
      "slot, and whether to optimise the site", [
