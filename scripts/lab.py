@@ -81,6 +81,7 @@ from guest.init import LAB_RUNS, LC_OWN, QUICK_ITER, WHERE_ITER, WHERE_RUNS  # n
 from guest.qemu import GUEST_S  # noqa: E402
 from guest.shares import AUTO_GUESTS, MAX_GUESTS  # noqa: E402
 from guest.steps import run_suite  # noqa: E402
+from guest.where import WHERE_CSV  # noqa: E402
 from guest.suite import (KERNEL_NAME, KERNEL_SUITES, QUICK_CONFIGS, SUITES,  # noqa: E402
                          WHERE_CONFIGS, need_host_tools, split, the_kernels_there)
 from tracers import BACKENDS  # noqa: E402
@@ -205,7 +206,7 @@ def parse_args(argv):
         if clash:
             p.error(f"WHERE=1 is not allowed with {clash[0]}: the plugin counts instructions "
                     "(TCG, -icount) in one guest a suite, the tight loop at one thread")
-        a.lab_guests = 1
+        a.lab_guests, a.accel = 1, "tcg"  # never KVM, which loads no plugin
     if a.lifecycle:  # what LIFECYCLE=1 has no use for is refused, not ignored
         clash = [name for name, given in (
             ("QUICK=1", a.quick), ("LAB_CONFIGS", a.lab_configs), ("MISS", a.miss),
@@ -265,6 +266,8 @@ def main(argv=None):
     say(f"lab: results in {os.path.relpath(top, ROOT)}/ (one folder per suite, summary.md)")
     for d in folders:
         subprocess.run([sys.executable, REPORT, d], stdout=subprocess.DEVNULL)
+    if args.where and not all(os.path.exists(os.path.join(d, WHERE_CSV)) for d in folders):
+        return 1  # its reason is in the folder's meta.json "lab" "where", said above
     return 0
 
 

@@ -13,6 +13,7 @@ import os
 import string
 
 import lifecycle
+from . import where
 from .common import GUEST_KIT, TIMINGS
 from .qemu import DONE, USERSPACE
 
@@ -24,8 +25,9 @@ QUICK_ITER = 20000
 # timer ticks), WHERE_RUNS of them a cell, at WHERE_THREADS
 WHERE_ITER, WHERE_RUNS = 20000, 2
 # what a WHERE=1 guest keeps for guest/where.py: its kernel's symbols, read
-# as it ends (the same boot: the same KASLR offsets)
-WHERE_AFTER = "cat /proc/kallsyms > @kit/results/kallsyms.txt"
+# before the runs (the same boot: the same KASLR offsets; a guest stopped
+# at its time limit keeps them with the windows it finished)
+WHERE_BEFORE = f"cat /proc/kallsyms > {GUEST_KIT}/results/{where.KALLSYMS}"
 # The guest runner's sizing, where not QUICK (its own PARAMS, in the guest's
 # clock, where 1 s is 1e9 instructions): a traced run cut to ~20M
 # instructions, an untraced one 1M calls (its tick adds ~0.003 a call),
@@ -97,8 +99,8 @@ def init_script(suite, guest):
     several): mount what the kit needs, run the runner over the guest's
     configurations, list any module left, power off."""
     run = lifecycle_runner(suite) if suite.args.lifecycle else runner(suite, guest)
-    after = WHERE_AFTER.replace("@kit", GUEST_KIT) if suite.args.where else ":"
-    write_init(suite, guest.init, fill("init.sh", runtime=suite.runtime, run=run, after=after))
+    before = WHERE_BEFORE if suite.args.where else ":"
+    write_init(suite, guest.init, fill("init.sh", runtime=suite.runtime, run=run, before=before))
 
 
 def shell_script(suite):

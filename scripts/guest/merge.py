@@ -93,15 +93,17 @@ def where_counts(suite):
     where.csv (guest/where.py), what it found said in meta.json "lab"."""
     raw = suite.plugin[1]
     meta, _ = record.read_meta(suite.out)
-    got = {"windows": 0, "why": "the plugin wrote nothing (qemu did not load it?)"}
+    got = {"windows": 0, "why": "where.csv not made: the plugin wrote nothing (qemu did not "
+                                "load it?)"}
     if os.path.exists(raw):
         shutil.move(raw, os.path.join(suite.out, "logs", where.RAW))
         try:
             got = where.symbolise(suite.out)
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, record.BadInput) as e:
             got = {"windows": 0, "why": f"where.csv not made: {e}"}
-    say(f"lab: {suite.name}: the plugin's windows: {got.get('matched', 0)} of "
-        f"{got['windows']} matched to runs" + (f"; {got['why']}" if "why" in got else ""))
+    say(f"lab: {suite.name}: " + (got["why"] if "why" in got else
+                                  f"the plugin's windows: {got['matched']} of {got['windows']} "
+                                  "matched to runs, where.csv written"))
     meta.setdefault("lab", {}).setdefault("where", {}).update(got)
     host.write_json(os.path.join(suite.out, "meta.json"), meta)
 

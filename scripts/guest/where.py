@@ -38,50 +38,81 @@ PID = re.compile(r'"format":"kit-target-record[^"]*".*?"pid":(\d+)')
 
 
 def windows(path):
-    """The plugin's windows: [(pid, user, kernel, {address: count})], and
-    its closing line's facts ({} if it never closed: qemu was killed)."""
+    """The plugin's windows, [{"pid", "user", "kernel", "marks", "counts":
+    {address: count}}], and its closing line's facts ({} if it never
+    closed: qemu was killed); ValueError at a line it cannot read."""
     out, done, cur = [], {}, None
     with open(path) as f:
-        for ln in f:
+        for n, ln in enumerate(f, 1):
             p = ln.split()
-            if not p or p[0] == "#":
-                continue
-            if p[0] == "window":
-                cur = (int(p[1]), int(p[3]), int(p[5]), {})
-            elif p[0] == "end" and cur:
-                out.append(cur)
-                cur = None
-            elif p[0] == "done":
-                done = {k: int(v) for k, v in zip(p[1::2], p[2::2])}
-            elif cur:
-                cur[3][int(p[0], 16)] = int(p[1])
+            try:
+                if not p or p[0] == "#":
+                    continue
+                if p[0] == "window":
+                    cur = {"pid": int(p[1]), "user": int(p[3]), "kernel": int(p[5]),
+                           "marks": int(p[7]), "counts": {}}
+                elif p[0] == "end" and cur:
+                    out.append(cur)
+                    cur = None
+                elif p[0] == "done":
+                    done = {k: int(v) for k, v in zip(p[1::2], p[2::2])}
+                elif cur and len(p) == 2:
+                    cur["counts"][int(p[0], 16)] = int(p[1])
+                else:
+                    raise ValueError
+            except (IndexError, ValueError):
+                raise ValueError(f"{os.path.basename(path)}:{n}: cannot read {ln.strip()[:60]!r}")
     return out, done
 
 
+def check(wins, done):
+    """Why the plugin's windows cannot be trusted, or None: it did not
+    close (qemu killed), lost a write, saw a window open inside another (a
+    second thread), a mark inside a window but CLOSE, or one pid twice."""
+    if not done:
+        return "the plugin never wrote its closing line (qemu was killed?)"
+    if done.get("windows") != len(wins) or done.get("errors", 0) or done.get("overlaps", 0):
+        return (f"the plugin's closing line says {done}; {len(wins)} windows read")
+    bad = [w["pid"] for w in wins if w["marks"] != 1]
+    if bad:
+        return f"window {bad[0]} holds another mark than its CLOSE (a second thread?)"
+    pids = [w["pid"] for w in wins]
+    if len(set(pids)) != len(pids):
+        return "one pid opened two windows"
+    return None
+
+
 class Symbols:
-    """The guest kernel's text symbols, and where its text ends."""
+    """The guest kernel's text symbols, between _stext and _etext."""
 
     def __init__(self, kallsyms):
         syms = []
         with open(kallsyms) as f:
             for ln in f:
                 p = ln.split()
-                if (len(p) == 3 and p[1] in "tTwW" and int(p[0], 16)
-                        and not MODULES_START <= int(p[0], 16) < MODULES_END):
+                if len(p) == 3 and p[1] in "tTwW":  # the kernel's own (a module's has 4)
                     syms.append((int(p[0], 16), p[2]))
-        syms.sort()
+        own = dict((n, a) for a, n in syms)
+        self.stext, self.etext = own.get("_stext", 0), own.get("_etext", 0)
+        if not 0 < self.stext < self.etext:
+            raise ValueError(f"{os.path.basename(kallsyms)} has no _stext and _etext "
+                             "(addresses hidden: read as root?)")
+        syms = sorted(x for x in syms if self.stext <= x[0] < self.etext)
         self.addrs, self.names = [a for a, _ in syms], [n for _, n in syms]
-        self.etext = dict((n, a) for a, n in syms).get("_etext", MODULES_START)
 
     def name(self, a):
-        if MODULES_START <= a < MODULES_END:
+        """A's function; MODULE_AREA above the kernel's text (KASLR puts the
+        text anywhere up to the modules' area), NO_SYMBOL elsewhere."""
+        if self.stext <= a < self.etext:
+            return self.names[bisect.bisect_right(self.addrs, a) - 1]
+        if max(MODULES_START, self.etext) <= a < MODULES_END:
             return MODULE_AREA
-        i = bisect.bisect_right(self.addrs, a) - 1
-        return NO_SYMBOL if i < 0 or a >= self.etext else self.names[i]
+        return NO_SYMBOL
 
 
 def run_pids(folder, rows):
-    """{pid: row} for FOLDER's tight-loop rows whose log holds the target's record."""
+    """{pid: row} for FOLDER's ROWS whose log holds the target's record;
+    ValueError if two name one pid."""
     got = {}
     for r in rows:
         log = os.path.join(folder, "logs", f"{r['config']}-t{r['threads']}-r{r['rep']}.log")
@@ -90,37 +121,49 @@ def run_pids(folder, rows):
         with open(log, errors="replace") as f:
             m = PID.search(f.read())
         if m:
+            if int(m.group(1)) in got:
+                raise ValueError(f"two runs' targets had pid {m.group(1)}")
             got[int(m.group(1))] = r
     return got
 
 
 def symbolise(folder):
     """FOLDER's where.csv from its logs/ (the plugin's windows, the guest's
-    kallsyms and modules): {"windows", "matched", "unmatched", "done"}."""
+    kallsyms), written only where every window can be trusted and every
+    measured run has one: {"windows", "matched", "unmatched", "done"};
+    ValueError saying why not."""
     logs = os.path.join(folder, "logs")
     wins, done = windows(os.path.join(logs, RAW))
+    why = check(wins, done)
+    if why:
+        raise ValueError(why)
     syms = Symbols(os.path.join(logs, KALLSYMS))
     rows, _, _ = record.load(folder)
-    by_pid = run_pids(folder, [r for r in rows if r.get("status") in record.MEASURED])
-    matched = 0
+    measured = [r for r in rows if r.get("status") in record.MEASURED]
+    by_pid = run_pids(folder, measured)
+    if len(by_pid) != len(measured):
+        raise ValueError(f"{len(measured) - len(by_pid)} measured runs' logs name no target pid")
+    missing = set(by_pid) - {w["pid"] for w in wins}
+    if missing:
+        r = by_pid[min(missing)]
+        raise ValueError(f"{len(missing)} measured runs have no window, {r['config']} "
+                         f"rep {r['rep']} among them")
     tmp = os.path.join(folder, WHERE_CSV + ".tmp")
     with open(tmp, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(COLUMNS)
-        for pid, user, kern, counts in wins:
-            r = by_pid.get(pid)
+        for win in wins:
+            r = by_pid.get(win["pid"])
             if r is None:
                 continue
-            matched += 1
-            per = {USER: user} if user else {}
-            for a, n in counts.items():
+            per = {USER: win["user"]} if win["user"] else {}
+            for a, n in win["counts"].items():
                 s = syms.name(a)
                 per[s] = per.get(s, 0) + n
             head = [r["config"], r["threads"], r["rep"], r["calls"] or r["iterations"],
-                    r["wall_ns"], user + kern]
+                    r["wall_ns"], win["user"] + win["kernel"]]
             for s, n in sorted(per.items(), key=lambda kv: (-kv[1], kv[0])):
                 w.writerow([*head, s, n])
     os.replace(tmp, os.path.join(folder, WHERE_CSV))
-    return {"windows": len(wins), "matched": matched, "unmatched": len(wins) - matched,
+    return {"windows": len(wins), "matched": len(by_pid), "unmatched": len(wins) - len(by_pid),
             "done": done}
-

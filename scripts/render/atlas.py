@@ -282,8 +282,15 @@ def where_rows(folder):
             continue
         rows, meta, _ = record.load(d)
         lab = meta.get("lab") or {}
+        b = where.breakdown(where.load(d))
+        miss = where.unmeasured(rows)
+        why = (lab.get("where") or {}).get("why") or "no where.csv"
+        for r in rows:  # measured, but not in the breakdown: no windows to read
+            if (r["config"] not in b and r["config"] not in miss
+                    and not configs.is_baseline(r["config"])):
+                miss[r["config"]] = why if not b else "its runs or its baseline's have no window"
         got.append((release_key(lab.get("kernel")), f"{short_kernel(lab)} ({kernel_suite(lab)})",
-                    where.breakdown(where.load(d)), where.unmeasured(rows)))
+                    b, miss))
     got.sort(key=lambda x: x[0])
     return ([(head, b) for _, head, b, _ in got if b],
             [(c, head, why) for _, head, _, miss in got for c, why in miss.items()])
@@ -303,15 +310,19 @@ def markdown(folder):
     lines += facts(guests, hst) + [""] + main_table(guests, hst) + sites_table(guests, hst)
     rows, missing = where_rows(folder)
     lines += where.section(rows, missing)
-    if rows:
-        lines += ["", f"The steps as bars: [{where.PLOT}]({where.PLOT})."]
+    if rows:  # (the same text whether or not matplotlib drew it: the golden test's)
+        lines += ["", f"The steps as bars: [{where.PLOT}]({where.PLOT}) (drawn by the report "
+                  "where matplotlib is installed)."]
     return "\n".join(lines) + "\n"
 
 
 def write(folder):
-    """FOLDER/README.md from its folders; its text."""
+    """FOLDER/README.md from its folders, and where_by_step.png; its text."""
+    plot = os.path.join(folder, where.PLOT)
+    if os.path.exists(plot):
+        os.remove(plot)  # never a stale one
+    where.plot(where_rows(folder)[0], folder)
     text = markdown(folder)
     with open(os.path.join(folder, README), "w") as f:
         f.write(text)
-    where.plot(where_rows(folder)[0], folder)
     return text

@@ -3,27 +3,28 @@
  * the atlas can say where one event's instructions go (trap entry, uprobe
  * lookup, handler, emulation or single-step, return) on each kernel.
  *
- *   qemu-system-x86_64 ... -plugin build/lab/plugin/where.so,out=FILE
+ *   qemu-system-x86_64 ... -plugin build/lab/plugin/VERSION/where-HASH.so,out=FILE
  *
  * Built by scripts/guest/plugin.py against the qemu-plugin.h of Debian's
  * qemu *source* package of the host's own qemu (Debian ships no plugin
  * and no header); loaded by make lab WHERE=1 (scripts/lab.py).  Needs one
  * vCPU (the lab's -icount guests have one): the counters are plain adds.
  *
- * The windows.  The target (src/benchmark.c, kit_window) executes, around
- * its timed loop, 7-byte nops `nopl 0x4b49XXXX(%rax)` that nothing else
- * emits: 32 of them spell its pid, bit by bit (XXXX 0000 or 0001, the
- * most significant bit first), then OPEN (0010); CLOSE (0011) ends the
- * loop.  Between OPEN and CLOSE every instruction is counted: a kernel
- * one (the top address bit set) at its own address, a user one in one
- * counter.  Each window is written to FILE as it closes:
+ * The windows.  The target (src/benchmark.c, kit_window_id and KIT_MARK)
+ * executes, around its timed loop, the 7-byte nops of window.h that
+ * nothing else emits: 32 spell its pid, bit by bit, then OPEN; CLOSE ends
+ * the loop.  Between OPEN and CLOSE every instruction is counted: a kernel
+ * one (the top address bit set) at its own address, a user one (any
+ * process's) in one counter.  Each window is written to FILE as it closes:
  *
- *   window PID user N kernel N marks N
+ *   window PID user N kernel N marks N     (marks: those inside, CLOSE's 1)
  *   ADDRESS COUNT            (hex address, every kernel address that ran)
  *   end
  *
- * and at exit `done windows N overlaps N`.  The counts are symbolised on
- * the host from the guest's /proc/kallsyms (scripts/guest/where.py). */
+ * and at exit `done windows N overlaps N addresses N errors N` (errors:
+ * writes to FILE that failed).  The counts are symbolised on the host from
+ * the guest's /proc/kallsyms (scripts/guest/where.py), which checks all of
+ * it before a count is used. */
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,10 +33,9 @@
 
 #include <qemu-plugin.h>
 
-QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
+#include "window.h"
 
-enum { MARK_BIT0 = 0x0000, MARK_BIT1 = 0x0001, MARK_OPEN = 0x0010, MARK_CLOSE = 0x0011 };
-#define MARK_TAG 0x4b49u /* 'K' 'I': the displacement's upper half */
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 /* One kernel address's counter.  Slots never move (the inline adds hold
  * their addresses); the index that finds them is rebuilt as it grows. */
@@ -51,12 +51,20 @@ static size_t index_size;
 static uint64_t user_count, user_base;
 static FILE *out;
 static int in_window;
-static uint64_t id_bits, window_id, nwindows, noverlaps, nmarks;
+static uint64_t id_bits, window_id, nwindows, noverlaps, nmarks, nerrors;
 
+/* Out of memory while translating: qemu cannot go on counting honestly. */
 static void fail(const char *what)
 {
 	fprintf(stderr, "where.so: %s\n", what);
 	exit(1);
+}
+
+/* A write to the output that failed is counted, and said at exit. */
+static void wrote(int rc)
+{
+	if (rc < 0)
+		nerrors++;
 }
 
 static size_t hash(uint64_t v)
@@ -141,16 +149,17 @@ static void window_close(void)
 
 		kernel += s->count - s->base;
 	}
-	fprintf(out, "window %" PRIu64 " user %" PRIu64 " kernel %" PRIu64 " marks %" PRIu64 "\n",
-		window_id, user_count - user_base, kernel, nmarks);
+	wrote(fprintf(out, "window %" PRIu64 " user %" PRIu64 " kernel %" PRIu64 " marks %" PRIu64
+		      "\n", window_id, user_count - user_base, kernel, nmarks));
 	for (k = 0; k < nslots; k++) {
 		struct slot *s = &chunks[k / CHUNK][k % CHUNK];
 
 		if (s->count != s->base)
-			fprintf(out, "%" PRIx64 " %" PRIu64 "\n", s->vaddr, s->count - s->base);
+			wrote(fprintf(out, "%" PRIx64 " %" PRIu64 "\n", s->vaddr,
+				      s->count - s->base));
 	}
-	fprintf(out, "end\n");
-	fflush(out);
+	wrote(fprintf(out, "end\n"));
+	wrote(fflush(out) ? -1 : 0);
 	nwindows++;
 }
 
@@ -160,11 +169,11 @@ static void on_mark(unsigned int vcpu, void *udata)
 
 	(void)vcpu;
 	nmarks++;
-	if (code == MARK_BIT0 || code == MARK_BIT1)
+	if (code == KIT_WINDOW_BIT0 || code == KIT_WINDOW_BIT1)
 		id_bits = (id_bits << 1 | code) & 0xffffffffu;
-	else if (code == MARK_OPEN)
+	else if (code == KIT_WINDOW_OPEN)
 		window_open();
-	else if (code == MARK_CLOSE)
+	else if (code == KIT_WINDOW_CLOSE)
 		window_close();
 }
 
@@ -174,11 +183,11 @@ static int mark_of(const unsigned char *b, size_t n)
 	unsigned int code;
 
 	if (n != 7 || b[0] != 0x0f || b[1] != 0x1f || b[2] != 0x80 ||
-	    (unsigned int)(b[5] | b[6] << 8) != MARK_TAG)
+	    (unsigned int)(b[5] | b[6] << 8) != KIT_WINDOW_TAG)
 		return -1;
 	code = b[3] | b[4] << 8;
-	return code == MARK_BIT0 || code == MARK_BIT1 || code == MARK_OPEN ||
-			       code == MARK_CLOSE ?
+	return code == KIT_WINDOW_BIT0 || code == KIT_WINDOW_BIT1 || code == KIT_WINDOW_OPEN ||
+			       code == KIT_WINDOW_CLOSE ?
 		       (int)code :
 		       -1;
 }
@@ -211,10 +220,10 @@ static void at_exit(qemu_plugin_id_t id, void *p)
 {
 	(void)id;
 	(void)p;
-	fprintf(out, "done windows %" PRIu64 " overlaps %" PRIu64 " addresses %zu\n", nwindows,
-		noverlaps, nslots);
-	if (fclose(out))
-		fail("cannot close its output");
+	wrote(fprintf(out, "done windows %" PRIu64 " overlaps %" PRIu64 " addresses %zu errors %" PRIu64
+		      "\n", nwindows, noverlaps, nslots, nerrors));
+	if (fclose(out) || nerrors)
+		fprintf(stderr, "where.so: %" PRIu64 " writes to its output failed\n", nerrors);
 }
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
@@ -223,7 +232,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 	const char *path = NULL;
 	int i;
 
-	if (strcmp(info->target_name, "x86_64") || info->system.smp_vcpus != 1) {
+	if (strcmp(info->target_name, "x86_64") || !info->system_emulation ||
+	    info->system.smp_vcpus != 1) {
 		fprintf(stderr, "where.so: wants qemu-system-x86_64 with one vCPU\n");
 		return -1;
 	}
