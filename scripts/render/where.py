@@ -60,7 +60,7 @@ STEPS = [
         r"_*bpf_.*", r"uprobe_prog_run", r"memcpy.*", r"native_sched_clock",
         r"sched_clock.*", r"ktime_get.*", r"mutex_(un)?lock", r"__mutex_.*",
         r"migrate_(en|dis)able", r"_stp_.*", r"stp_.*", r"\[module area: .*\]",
-        r"_*htab_.*", r"lookup_nulls_elem_raw", r"memcmp", r"uprobe_multi_link_.*"]),
+        r"_*htab_.*", r"lookup_nulls_elem_raw", r"memcmp", r"jhash.*", r"uprobe_multi_link_.*"]),
     ("emulation or single-step", "the probed instruction emulated or stepped in its XOL "
      "slot, and whether to optimise the site", [
         r".*_emulate_op", r"arch_uprobe_skip_sstep", r"arch_uprobe_(pre|post|abort)_xol",
@@ -69,7 +69,7 @@ STEPS = [
         r"(asm_|noist_)?exc_debug.*", r"user_(en|dis)able_single_step", r"enable_step",
         r"set_task_blockstep", r"uprobe_deny_signal", r"arch_uprobe_copy_ixol",
         r"default_(pre|post)_xol_op", r"riprel_.*", r"notify_debug", r"arch_uprobe_optimize",
-        r"should_optimize", r"pv_native_(get|set)_debugreg",
+        r"should_optimize", r"pv_native_(get|set)_debugreg", r"recalc_sigpending",
         r"uprobe_copy_from_page", r"copy_to_page"]),
     ("return", "back to user space", [
         r"irqentry_exit.*", r".*exit_to_user_mode.*", r"swapgs_restore_regs_and_return_to_usermode",
