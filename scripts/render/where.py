@@ -145,6 +145,13 @@ def breakdown(data):
     return out
 
 
+def in_order(rows):
+    """The configurations of ROWS [(kernel head, breakdown)], the table's order."""
+    order = [c.name for c in configs.CONFIGS]
+    return sorted({c for _, b in rows for c in b},
+                  key=lambda c: (order.index(c) if c in order else len(order), c))
+
+
 def unmeasured(rows):
     """{config: its first reason} of the configurations among ROWS (a
     folder's runs.csv) with no measured run."""
@@ -165,9 +172,7 @@ def section(rows, missing=()):
                                   for i, s in enumerate(STEP_NAMES)],
             "sum of steps", "target's clock", f"adds up (within {ADDS_UP:.0%})"]
     body, top = [], []
-    order = [c.name for c in configs.CONFIGS]
-    for config in sorted({c for _, b in rows for c in b},
-                         key=lambda c: (order.index(c) if c in order else len(order), c)):
+    for config in in_order(rows):
         for k, b in rows:
             if config not in b:
                 continue
@@ -208,11 +213,10 @@ def plot(rows, folder):
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    bars = [(f"{c} | {k}", e["steps"]) for k, b in rows for c, e in b.items()]
+    bars = [(f"{c} | {k}", b[c]["steps"]) for c in in_order(rows) for k, b in rows if c in b]
     if not bars:
         return None
-    bars.sort(key=lambda x: x[0])
-    fig, ax = plt.subplots(figsize=(10, 0.35 * len(bars) + 1.8))
+    fig, ax = plt.subplots(figsize=(10, 0.35 * len(bars) + 2.4))
     left = [0.0] * len(bars)
     for s in STEP_NAMES:
         vals = [max(0.0, st[s]) for _, st in bars]
@@ -223,7 +227,7 @@ def plot(rows, folder):
     ax.invert_yaxis()
     ax.set_xlabel("guest instructions per event, over the baseline (QEMU -icount, TCG plugin)")
     ax.set_title("where one event's instructions go, step by step")
-    ax.legend(fontsize=7, ncol=4, loc="lower right")
+    ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.1))
     fig.tight_layout()
     path = os.path.join(folder, PLOT)
     fig.savefig(path, dpi=110)
