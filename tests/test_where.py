@@ -221,7 +221,9 @@ class Guest(unittest.TestCase):
             self.assertEqual({r["config"] for r in ran}, {"baseline", "ftrace-sdt"}, rows)
             self.assertEqual(got["matched"], len(ran), got)
             self.assertEqual(got["done"].get("overlaps"), 0, got)
-            b = where.breakdown(where.load(folder))["ftrace-sdt"]
+            every = where.breakdown(where.load(folder))
+            self.assertIn("ftrace-sdt", every)
+            b = every["ftrace-sdt"]
             for s in ("trap entry", "uprobe lookup", "handler", "return"):
                 self.assertGreater(b["steps"][s], 10, (s, b["steps"]))
             self.assertTrue(b["adds_up"], b)

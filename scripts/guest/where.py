@@ -156,7 +156,7 @@ def symbolise(folder):
             r = by_pid.get(win["pid"])
             if r is None:
                 continue
-            per = {USER: win["user"]} if win["user"] else {}
+            per = {USER: win["user"]}  # (even 0: a window with no count is still its run's)
             for a, n in win["counts"].items():
                 s = syms.name(a)
                 per[s] = per.get(s, 0) + n
