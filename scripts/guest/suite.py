@@ -51,10 +51,11 @@ MIN_FREE_MB = 3 * 1024  # per suite: the root file system and its image
 MMDEBSTRAP_S = 1800
 QUICK_CONFIGS = ["baseline", "stap-mark", "stap-mark-alibi"]  # the baseline: overheads
 # WHERE=1: where one event's instructions go, for a probe of each path: the
-# emulated 1-byte nop under ftrace and bpftrace, the 10-byte nop site (the
-# uprobe syscall's where a kernel optimises it), SystemTap's module, a
-# function-entry probe (single_trace's first instruction, stepped or emulated)
-WHERE_CONFIGS = ["baseline", "ftrace-sdt", "bpftrace-sdt-count", "site-sdt-nop10-ftrace",
+# emulated 1-byte nop under ftrace and bpftrace, the probe on the 10-byte
+# nop (the call 7.2's uprobe syscall optimises it into; never hit before
+# 7.2), SystemTap's module, a function-entry probe (single_trace's first
+# instruction, single-stepped)
+WHERE_CONFIGS = ["baseline", "ftrace-sdt", "bpftrace-sdt-count", "site-sdt-nop10-at1-ftrace",
                  "stap-mark-empty", "ftrace-function"]
 
 

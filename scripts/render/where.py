@@ -168,8 +168,8 @@ def section(rows, missing=()):
     MISSING [(config, kernel head, why)] those a kernel could not measure."""
     if not rows and not missing:
         return []
-    head = ["config", "kernel", *[f"{s} [instructions/event]" if i == 0 else s
-                                  for i, s in enumerate(STEP_NAMES)],
+    head = ["config", "kernel", "runs", *[f"{s} [instructions/event]" if i == 0 else s
+                                          for i, s in enumerate(STEP_NAMES)],
             "sum of steps", "target's clock", f"adds up (within {ADDS_UP:.0%})"]
     body, top = [], []
     for config in in_order(rows):
@@ -177,7 +177,8 @@ def section(rows, missing=()):
             if config not in b:
                 continue
             e = b[config]
-            body.append([config, k, *[f_ins(e["steps"][s]) for s in STEP_NAMES],
+            body.append([config, k, e.get("status", "-"), *[f_ins(e["steps"][s])
+                                                              for s in STEP_NAMES],
                          f_ins(sum(e["steps"].values())), f_ins(e["clock"]),
                          "yes" if e["adds_up"] else "**NO**"])
             big = sorted(e["functions"].items(), key=lambda kv: (-kv[1], kv[0]))[:5]
@@ -190,7 +191,8 @@ def section(rows, missing=()):
              "(`make lab WHERE=1`, one thread). Steps, in the order a hit takes them: "
              + "; ".join(f"**{s}**: {why}" for s, why, _ in STEPS)
              + f"; **{OTHER}**: the rest (a timer tick, the scheduler, the mitigations' "
-             "thunks). User space is every process's user-space instructions in the window "
+             "thunks). Runs: the statuses of the configuration's runs (`mismatch` where the "
+             "probe was never hit: a site that kernel does not fire). User space is every process's user-space instructions in the window "
              "(the target's, and a tracer's process where it runs meanwhile). Every figure is "
              "in guest instructions; each run's window is set against the target's own clock "
              "for that run (1 ns an instruction under -icount), and the sum of the steps per "
