@@ -37,20 +37,24 @@ OTHER = "other kernel"
 # (step, what it is, the functions in it: regular expressions matched whole
 # against the name less its .constprop/.isra/.part suffixes); first match wins.
 STEPS = [
-    ("trap entry", "the int3 trap (or the uprobe syscall) and the exception chain", [
+    ("trap entry", "the int3 trap and the exception chain, or the optimised call's uprobe "
+     "syscall", [
         r"asm_exc_int3", r"exc_int3", r"do_int3.*", r"error_entry", r"sync_regs",
         r"irqentry_enter.*", r"enter_from_user_mode", r".*notifier_call_chain", r"notify_die",
         r".*_exceptions?_notify", r"kprobe_int3_handler", r".*poke_int3_handler",
         r"uprobe_pre_sstep_notifier", r"trace_die_panic_handler", r"entry_SYSCALL_64.*",
         r"do_syscall_64", r"x64_sys_call", r"syscall_enter_from_user_mode.*",
-        r"__x64_sys_uprobe", r"__do_sys_uprobe"]),
+        r"__x64_sys_uprobe", r"__do_sys_uprobe", r"prandom_u32_state",
+        # the optimised call's syscall: its registers from the trampoline's stack and back
+        r"_copy_(from|to)_user", r"rep_movs_alternative", r"shstk_(push|pop)"]),
     ("uprobe lookup", "which uprobe is at the trapping address: the VMA, the inode's tree", [
         r"uprobe_notify_resume", r"handle_swbp", r"find_active_uprobe.*", r"find_uprobe.*",
         r"__find_uprobe", r"uprobe_get_swbp_addr", r"is_trap_at_addr", r"arch_uprobe_ignore",
         r"mtree_load", r"mas_.*", r"find_vma.*", r"vma_lookup", r"lock_vma_under_rcu",
         r"down_read.*", r"up_read", r"mmap_read_.*", r"__rcu_read_(un)?lock", r".*srcu_read_.*",
         r"get_uprobe", r"put_uprobe", r"try_get_uprobe", r"uprobe_cmp", r"rb_find.*",
-        r"hprobe_.*", r"uprobe_handle_trampoline", r"handle_syscall_uprobe"]),
+        r"hprobe_.*", r"uprobe_handle_trampoline", r"handle_syscall_uprobe",
+        r"vma_is_special_mapping"]),
     ("handler", "the tracer's own work: its handler, buffer, program or module", [
         r"handler_chain", r"uprobe_dispatcher", r"_*uprobe_perf_func", r"_*uprobe_trace_func",
         r"prepare_uprobe_buffer", r"uprobe_buffer_.*", r"store_trace_args", r"fetch_.*",
@@ -75,6 +79,7 @@ STEPS = [
         r"irqentry_exit.*", r".*exit_to_user_mode.*", r"swapgs_restore_regs_and_return_to_usermode",
         r"restore_regs_and_return_to_usermode", r"error_return", r"native_irq_return_iret",
         r"native_iret", r"early_xen_iret_patch", r"fpregs_assert_state_consistent",
+        r"syscall_return_via_sysret",
         r"switch_fpu_return", r"resume_user_mode_work", r"entry_SYSRETQ.*"]),
     ("user space", "the program's own extra instructions, an XOL slot, a trampoline",
      [re.escape(USER)]),
