@@ -232,7 +232,8 @@ def plot(rows, folder):
     ax.set_yticks(range(len(bars)))
     ax.set_yticklabels([n for n, _ in bars], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("guest instructions per event, over the baseline (QEMU -icount, TCG plugin)")
+    ax.set_xlabel("guest instructions per event, over the baseline (QEMU -icount, TCG plugin; "
+                  "a step below its baseline drawn as 0)")
     ax.set_title("where one event's instructions go, step by step")
     ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.1))
     fig.tight_layout()
