@@ -144,7 +144,7 @@ build/raw-loop: bench/raw_loop.c | build
 SITE = $(if $(filter-out -,$(call field,$(1),4)),build/site-$(1)/sys/sdt.h)
 HEADERS = $(foreach h,$(subst +, ,$(call field,$(1),2)),src/trace/$(h).h)
 define build_rule
-build/benchmark-$(1): src/benchmark.c $(call HEADERS,$(1)) $(DEPS.$(call KIND,$(1))) $(call SITE,$(1)) $(BUILD_TABLE) | build
+build/benchmark-$(1): src/benchmark.c src/plugin/window.h $(call HEADERS,$(1)) $(DEPS.$(call KIND,$(1))) $(call SITE,$(1)) $(BUILD_TABLE) | build
 	@$$(if $$(Q),echo "  CC      $$@")
 	$$(Q)$$(CC) $$(CPPFLAGS) $(if $(call SITE,$(1)),-Ibuild/site-$(1)) $$(CFLAGS) $$(WARN) \
 		$(filter-out -,$(call field,$(1),5)) $(addprefix -include ,$(call HEADERS,$(1))) \

@@ -48,6 +48,8 @@ from guest.common import LAB_THREADS, LabError  # noqa: E402
 from guest.suite import KERNEL_NAME, KERNEL_SUITES, SUITES, folder_name, the_kernels_there  # noqa: E402
 from host import ROOT, say  # noqa: E402
 from render.atlas import ATLAS_FILE, HOST_FOLDER  # noqa: E402
+from guest.where import WHERE_CSV  # noqa: E402
+from render.where import WHERE_DIR  # noqa: E402
 
 LAB = os.path.join(HERE, "lab.py")
 RUN = os.path.join(HERE, "run.py")
@@ -86,6 +88,9 @@ PARAMS = [
           "docs/atlas"),
     Param("ATLAS_FRESH", params.flag01("ATLAS_FRESH"), False,
           "1: measure again the kernels (and the host) already in the atlas", "0"),
+    Param("ATLAS_WHERE", params.flag01("ATLAS_WHERE"), True,
+          "1: where one event's instructions go on each kernel (make lab WHERE=1: QEMU's TCG "
+          "plugin, a few configurations), where missing", "1"),
     Param("ATLAS_HOST", params.flag01("ATLAS_HOST"), True,
           "1: the host's own ns beside the kernels (make run THREADS=1..2), where missing", "1"),
     params.BY_NAME["NO_INSTALL"],
@@ -145,7 +150,8 @@ def take(src, dst):
     the atlas holds what its report reads, small enough to commit."""
     tmp = dst + ".new"
     shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(src, tmp, symlinks=True, ignore=shutil.ignore_patterns("logs"))
+    shutil.copytree(src, tmp, symlinks=True,  # the folder's own report stays with its logs
+                    ignore=shutil.ignore_patterns("logs", "report.*", "*.png"))
     with open(os.path.join(tmp, "FROM"), "w") as f:
         f.write(os.path.relpath(src, ROOT) + "\n")  # where the logs are
     if os.path.isdir(dst):
@@ -184,19 +190,26 @@ def measure_host(args, base, host_dir):
     return False
 
 
-def measure_kernel(args, base, name):
+def measure_kernel(args, base, name, where=False):
     """One kernel: make lab LAB=NAME, its folder taken into the atlas
-    (one lab a kernel, so a stop keeps the kernels done); False if the
-    lab wrote none."""
+    (one lab a kernel, so a stop keeps the kernels done); WHERE: make lab
+    WHERE=1's, taken as ATLAS_DIR/where/NAME/; False if the lab wrote none."""
     before = set(os.listdir(args.results))
-    rc = run_kit([LAB, "--results", args.results], dict(base, LAB=name))
+    rc = run_kit([LAB, "--results", args.results],
+                 dict(base, LAB=name, **({"WHERE": "1"} if where else {})))
     top = newest(args.results, "-lab", before)
     d = top and os.path.join(top, folder_name(name))
-    if d and has_runs(d):
-        take(d, os.path.join(args.atlas_dir, folder_name(name)))
+    if d and has_runs(d) and (not where or os.path.exists(os.path.join(d, WHERE_CSV))):
+        take(d, where_dir(args, name) if where else os.path.join(args.atlas_dir,
+                                                                  folder_name(name)))
         return True
-    say(f"atlas: {name}: the lab wrote no folder (make lab exited {rc})")
+    say(f"atlas: {name}: the lab{' (WHERE=1)' if where else ''} wrote no folder"
+        f"{' with where.csv' if where else ''} (make lab exited {rc})")
     return False
+
+
+def where_dir(args, name):
+    return os.path.join(args.atlas_dir, WHERE_DIR, folder_name(name))
 
 
 def main(argv=None):
@@ -226,6 +239,8 @@ def main(argv=None):
         return 2
     todo = [n for n in names
             if args.atlas_fresh or not has_runs(os.path.join(args.atlas_dir, folder_name(n)))]
+    todo_where = [n for n in names if args.atlas_where and (
+        args.atlas_fresh or not os.path.exists(os.path.join(where_dir(args, n), WHERE_CSV)))]
     host_dir = os.path.join(args.atlas_dir, HOST_FOLDER)
     want_host = args.atlas_host and (args.atlas_fresh or not has_runs(host_dir))
     with host.stoppable():
@@ -236,18 +251,20 @@ def main(argv=None):
                                               "threads": list(LAB_THREADS)})
             say(f"atlas: {len(names)} kernels under {args.atlas_tools}'s tools; to measure: "
                 + (", ".join(todo) or "none (their folders are there)")
-                + ("; and the host" if want_host else ""))
+                + ("; and the host" if want_host else "")
+                + (f"; where the instructions go: {', '.join(todo_where)}" if todo_where else ""))
             base = {"NO_INSTALL": "1" if args.no_install else "0"}
             # the host first: its ns want a quiet machine, before hours of guests
             ok = [measure_host(args, base, host_dir)] if want_host else []
             ok += [measure_kernel(args, base, n) for n in todo]
+            ok += [measure_kernel(args, base, n, where=True) for n in todo_where]
             status = 0 if all(ok) else 1
         except KeyboardInterrupt:
             say("atlas: interrupted; what was measured stays in results/ "
                 f"and the kernels already taken in {args.atlas_dir}")
             return 130
-    rc = subprocess.run([sys.executable, REPORT, args.atlas_dir],
-                        env=dict(os.environ, KIT_REPORT_REEXEC="1")).returncode
+    rc = subprocess.run([sys.executable, REPORT, args.atlas_dir]).returncode  # (its plot:
+    # report.py runs itself again under a python3 with matplotlib where this one has none)
     say(f"atlas: {os.path.relpath(args.atlas_dir, ROOT)}/README.md, from its folders "
         f"({time.strftime('%H:%M:%S')})")
     return status or rc

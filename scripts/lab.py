@@ -77,12 +77,13 @@ import params  # noqa: E402
 import workloads  # noqa: E402
 from host import ROOT, say  # noqa: E402
 from guest.common import LAB_DIR, LabError  # noqa: E402
-from guest.init import LAB_RUNS, LC_OWN, QUICK_ITER  # noqa: E402
+from guest.init import LAB_RUNS, LC_OWN, QUICK_ITER, WHERE_ITER, WHERE_RUNS  # noqa: E402
 from guest.qemu import GUEST_S  # noqa: E402
 from guest.shares import AUTO_GUESTS, MAX_GUESTS  # noqa: E402
 from guest.steps import run_suite  # noqa: E402
+from guest.where import WHERE_CSV  # noqa: E402
 from guest.suite import (KERNEL_NAME, KERNEL_SUITES, QUICK_CONFIGS, SUITES,  # noqa: E402
-                         need_host_tools, split, the_kernels_there)
+                         WHERE_CONFIGS, need_host_tools, split, the_kernels_there)
 from tracers import BACKENDS  # noqa: E402
 
 REPORT = os.path.join(HERE, "report.py")
@@ -176,6 +177,12 @@ PARAMS = [
     Param("LAB_TIME_LIMIT", params.seconds_in("LAB_TIME_LIMIT", 0, 86400), 0,
           f"seconds a guest may run, boot to power-off, before it is killed (0: "
           f"{GUEST_S['quick']} with QUICK, else {GUEST_S['full']})", "0"),
+    Param("WHERE", params.flag01("WHERE"), False,
+          "1: where one event's instructions go: QEMU's TCG plugin (src/plugin/where.c, built "
+          "against Debian's qemu source package's header) counts the guest kernel's "
+          "instructions by function inside the target's timed loop, for "
+          + ", ".join(WHERE_CONFIGS) + f" (or LAB_CONFIGS and their baselines), one thread, "
+          f"{WHERE_RUNS} runs of ITER={WHERE_ITER}, one guest a suite (where.csv)", "0"),
     Param("LIFECYCLE", params.flag01("LIFECYCLE"), False,
           "1: make lifecycle in each suite's guest instead of the configurations (attach, "
           "detach and the bystanders, in the guest's clock), with the variables below", "0"),
@@ -191,6 +198,15 @@ def parse_args(argv):
     params.fill(a, PARAMS)
     if lc_given and not a.lifecycle:
         p.error(f"{lc_given[0]} is make lifecycle's: it is allowed with LIFECYCLE=1 only")
+    if a.where:  # the plugin counts one guest's one window at a time, in instructions
+        clash = [name for name, given in (
+            ("QUICK=1", a.quick), ("LIFECYCLE=1", a.lifecycle), ("ICOUNT=0", not a.icount),
+            ("ACCEL=kvm", a.accel == "kvm"), ("MISS", a.miss),
+            (f"LAB_GUESTS={a.lab_guests}", a.lab_guests not in (0, 1))) if given]
+        if clash:
+            p.error(f"WHERE=1 is not allowed with {clash[0]}: the plugin counts instructions "
+                    "(TCG, -icount) in one guest a suite, the tight loop at one thread")
+        a.lab_guests, a.accel = 1, "tcg"  # never KVM, which loads no plugin
     if a.lifecycle:  # what LIFECYCLE=1 has no use for is refused, not ignored
         clash = [name for name, given in (
             ("QUICK=1", a.quick), ("LAB_CONFIGS", a.lab_configs), ("MISS", a.miss),
@@ -250,6 +266,8 @@ def main(argv=None):
     say(f"lab: results in {os.path.relpath(top, ROOT)}/ (one folder per suite, summary.md)")
     for d in folders:
         subprocess.run([sys.executable, REPORT, d], stdout=subprocess.DEVNULL)
+    if args.where and not all(os.path.exists(os.path.join(d, WHERE_CSV)) for d in folders):
+        return 1  # its reason is in the folder's meta.json "lab" "where", said above
     return 0
 
 

@@ -16,6 +16,7 @@ LAB_DIR = os.path.join(ROOT, "build", "lab")
 TIMINGS = "timings-{}.json"
 GUEST_KIT = "/kit"
 LAB_THREADS = (1, 2)  # the thread counts a guest runs
+WHERE_THREADS = (1,)  # WHERE=1's: one window at a time (src/plugin/where.c)
 
 
 class LabError(Exception):

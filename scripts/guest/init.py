@@ -13,13 +13,21 @@ import os
 import string
 
 import lifecycle
-from .common import GUEST_KIT, LAB_THREADS, TIMINGS
+from . import where
+from .common import GUEST_KIT, TIMINGS
 from .qemu import DONE, USERSPACE
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHELL_INIT = "/kit-shell.sh"
 LAB_RUNS = 3  # runs of each cell in a QUICK guest, of QUICK_ITER calls
 QUICK_ITER = 20000
+# WHERE=1: a window of WHERE_ITER calls (some 30M instructions traced, a few
+# timer ticks), WHERE_RUNS of them a cell, at WHERE_THREADS
+WHERE_ITER, WHERE_RUNS = 20000, 2
+# what a WHERE=1 guest keeps for guest/where.py: its kernel's symbols, read
+# before the runs (the same boot: the same KASLR offsets; a guest stopped
+# at its time limit keeps them with the windows it finished)
+WHERE_BEFORE = f"cat /proc/kallsyms > {GUEST_KIT}/results/{where.KALLSYMS}"
 # The guest runner's sizing, where not QUICK (its own PARAMS, in the guest's
 # clock, where 1 s is 1e9 instructions): a traced run cut to ~20M
 # instructions, an untraced one 1M calls (its tick adds ~0.003 a call),
@@ -61,11 +69,13 @@ def runner(suite, guest):
     # QUICK: 3 runs a cell of ITER=20000.  Else each cell is sized by
     # the interval it reaches (GUEST_SIZING): under -icount the runs
     # differ only by the interrupts that land in them.
-    size = (["--quick", "1", "--iter", str(QUICK_ITER), "--runs", str(LAB_RUNS)]
+    size = (["--quick", "1", "--iter", str(WHERE_ITER), "--runs", str(WHERE_RUNS)]
+            if suite.args.where else
+            ["--quick", "1", "--iter", str(QUICK_ITER), "--runs", str(LAB_RUNS)]
             if suite.args.quick else
             [x for k, v in GUEST_SIZING.items() for x in (f"--{k.replace('_', '-')}", str(v))])
     return " ".join(["python3", "scripts/run.py", "--configs", cfgs, "--threads",
-                     ",".join(map(str, LAB_THREADS)), *size, "--no-install", "1", "--no-report",
+                     ",".join(map(str, suite.threads)), *size, "--no-install", "1", "--no-report",
                      *(["--miss", str(suite.args.miss)] if suite.args.miss else []),
                      *(["--stap-timing", "1"] if suite.args.stap_timing else []),
                      "--timings", '"{}/results/{}"'.format(GUEST_KIT, TIMINGS.format("$UNIT")),
@@ -89,7 +99,8 @@ def init_script(suite, guest):
     several): mount what the kit needs, run the runner over the guest's
     configurations, list any module left, power off."""
     run = lifecycle_runner(suite) if suite.args.lifecycle else runner(suite, guest)
-    write_init(suite, guest.init, fill("init.sh", runtime=suite.runtime, run=run))
+    before = WHERE_BEFORE if suite.args.where else ":"
+    write_init(suite, guest.init, fill("init.sh", runtime=suite.runtime, run=run, before=before))
 
 
 def shell_script(suite):

@@ -21,7 +21,8 @@ import record
 from host import say
 from measure import plan
 from render.lifecycle import KIND
-from .common import LAB_THREADS, TIMINGS, LabError
+from . import where
+from .common import TIMINGS, LabError
 
 
 def guest_folder(suite, g, why):
@@ -82,7 +83,29 @@ def bring_back(suite, ended, extra):
                                          "unfinished": why} for g, why in ended]
     skip_unrun(suite, folder, [(g, why) for g, why, *_ in got if why] + failed, got[0][0])
     folder.close()
+    if suite.plugin:
+        where_counts(suite)
     return suite.out
+
+
+def where_counts(suite):
+    """WHERE=1: the plugin's output moved into the folder's logs/ and made
+    where.csv (guest/where.py), what it found said in meta.json "lab"."""
+    raw = suite.plugin[1]
+    meta, _ = record.read_meta(suite.out)
+    got = {"windows": 0, "why": "where.csv not made: the plugin wrote nothing (qemu did not "
+                                "load it?)"}
+    if os.path.exists(raw):
+        shutil.move(raw, os.path.join(suite.out, "logs", where.RAW))
+        try:
+            got = where.symbolise(suite.out)
+        except (OSError, ValueError, record.BadInput) as e:
+            got = {"windows": 0, "why": f"where.csv not made: {e}"}
+    say(f"lab: {suite.name}: " + (got["why"] if "why" in got else
+                                  f"the plugin's windows: {got['matched']} of {got['windows']} "
+                                  "matched to runs, where.csv written"))
+    meta.setdefault("lab", {}).setdefault("where", {}).update(got)
+    host.write_json(os.path.join(suite.out, "meta.json"), meta)
 
 
 def add_rows(folder, g, inner, have=()):
@@ -119,7 +142,7 @@ def keep_logs(logs, g, res, timings, left):
         theirs = plan.load(t)
         mine = {c.name: theirs[c.name] for c in g.cfgs if c.name in theirs}
         timings.setdefault(os.path.basename(t), {}).update(mine)
-    for name in ("lab-run.log", "modules-left.txt"):
+    for name in ("lab-run.log", "modules-left.txt", where.KALLSYMS):
         if os.path.exists(os.path.join(res, name)):
             base, ext = os.path.splitext(name)
             shutil.copy(os.path.join(res, name), os.path.join(logs, base + g.sfx + ext))
@@ -140,13 +163,13 @@ def skip_unrun(suite, folder, unfinished, keeper):
         for c in g.cfgs:
             if c.name == configs.BASELINE and g is not keeper:
                 continue  # the folder's baseline is another guest's
-            left = [n for n in LAB_THREADS if (c.name, n) not in ran]
+            left = [n for n in suite.threads if (c.name, n) not in ran]
             folder.skipped(c, left, f"lab: {why}: not run")
             ran |= {(c.name, n) for n in left}  # a family's baseline: in several guests
     if suite.unbuilt:  # skipped rows for what could not be built, as runs.csv's own
         for c in suite.configs():
             if c.name in suite.unbuilt:
-                folder.skipped(c, LAB_THREADS, suite.unbuilt[c.name])
+                folder.skipped(c, suite.threads, suite.unbuilt[c.name])
         folder.meta["skipped"] = dict(folder.meta.get("skipped") or {}, **suite.unbuilt)
 
 
@@ -184,7 +207,7 @@ def skipped_folder(suite, reason, extra):
     """A results folder of skipped rows for SUITE: REASON for every row."""
     folder = record.Folder(os.path.dirname(suite.out), name=suite.slug)
     for c in suite.configs():
-        folder.skipped(c, LAB_THREADS, reason)
+        folder.skipped(c, suite.threads, reason)
     folder.meta["lab"] = dict(extra, suite=suite.name, preflight=reason)
     folder.close()
     return folder.dir

@@ -59,7 +59,11 @@ class Guest:
         icount = self.icount = bool(accel == "tcg" and self.suite.args.icount)
         # The guest's init passes kit_unit on to the runner (UNIT).
         unit = record.INSTRUCTIONS if icount else record.NS
-        cmd = ["qemu-system-x86_64", *cpu[accel], *(ICOUNT if icount else []),
+        if self.suite.plugin and not icount:
+            raise LabError("WHERE=1 wants TCG with -icount: the plugin counts there alone")
+        plugin = (["-plugin", "{},out={}".format(*self.suite.plugin)]
+                  if self.suite.plugin else [])  # WHERE=1 (guest/plugin.py)
+        cmd = ["qemu-system-x86_64", *cpu[accel], *(ICOUNT if icount else []), *plugin,
                "-m", str(GUEST_MB), "-smp", str(ICOUNT_CPUS if icount else GUEST_CPUS),
                "-kernel", self.suite.vmlinuz, "-initrd", self.suite.initrd, "-no-reboot",
                "-nographic", "-drive", f"file={self.img},format=raw,if=virtio",

@@ -16,8 +16,8 @@ import subprocess
 import time
 
 import kernel
-from host import say
-from . import init, modules
+from host import ROOT, say
+from . import init, modules, plugin, where
 from .common import GUEST_KIT, LabError
 from .merge import bring_back, bring_back_lifecycle, lifecycle_folder, skipped_folder
 from .qemu import GUEST_S, Guest, boot_guests
@@ -119,6 +119,12 @@ def run_guests(suite, args, state, extra):
     guests, one or several at once (shares), each with its init; the
     folder they bring back."""
     run = [c for c in suite.configs() if c.name not in suite.unbuilt]
+    if args.where:  # the plugin counts the guest's instructions by address (one guest)
+        so, version = plugin.plugin(suite.log)
+        suite.plugin = (so, os.path.join(suite.dir, where.RAW))
+        if os.path.exists(suite.plugin[1]):  # an earlier lab's, never mixed with this one's
+            os.unlink(suite.plugin[1])
+        extra["where"] = {"qemu": version, "plugin": os.path.relpath(plugin.SOURCE, ROOT)}
     suite.whole = Guest(suite, run)
     parts = shares(run, guests_here(args), guest_cost(suite, args))
     suite.tcg = ([suite.whole] if len(parts) == 1 else

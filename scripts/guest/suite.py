@@ -24,7 +24,7 @@ import workloads
 import host
 from host import ROOT, say
 from tracers import BACKENDS
-from .common import GUEST_KIT, LAB_DIR, TIMINGS, LabError, sh
+from .common import GUEST_KIT, LAB_DIR, LAB_THREADS, TIMINGS, WHERE_THREADS, LabError, sh
 from .mounts import unmount_under
 
 # The guest's own: a kernel to boot and its headers (SystemTap's modules),
@@ -50,6 +50,13 @@ IMAGE_MB = 4096
 MIN_FREE_MB = 3 * 1024  # per suite: the root file system and its image
 MMDEBSTRAP_S = 1800
 QUICK_CONFIGS = ["baseline", "stap-mark", "stap-mark-alibi"]  # the baseline: overheads
+# WHERE=1: where one event's instructions go, for a probe of each path: the
+# emulated 1-byte nop under ftrace and bpftrace, the probe on the 10-byte
+# nop (the call 7.2's uprobe syscall optimises it into; never hit before
+# 7.2), SystemTap's module, a function-entry probe (single_trace's first
+# instruction, single-stepped)
+WHERE_CONFIGS = ["baseline", "ftrace-sdt", "bpftrace-sdt-count", "site-sdt-nop10-at1-ftrace",
+                 "stap-mark-empty", "ftrace-function"]
 
 
 def put_kit(rootfs, suite_dir):
@@ -184,6 +191,8 @@ class Suite:
         self.whole = self.tcg = self.vmlinuz = self.initrd = None
         self.unbuilt = {}  # configuration -> why its module did not build
         self.runtime = "module"  # SystemTap's in the guest (STAP_RUNTIME)
+        self.threads = WHERE_THREADS if args.where else LAB_THREADS
+        self.plugin = None  # WHERE=1: (the plugin's .so, where it writes), guest/plugin.py
 
     def configs(self):
         """The suite's configurations: LAB_CONFIGS, QUICK's, or every one
@@ -191,8 +200,14 @@ class Suite:
         guests do not hold (workloads.py's in_lab: PostgreSQL, a user's)."""
         def here(c):
             return not c.workload or workloads.get(c.workload).in_lab
-        if self.args.lab_configs:
-            return [c for c in self.args.lab_configs if here(c)]
+        if self.args.lab_configs:  # WHERE=1: with their baselines, its windows' yardstick
+            got = [c for c in self.args.lab_configs if here(c)]
+            if self.args.where:
+                base = {configs.against(c.name) for c in got}
+                got = [c for c in configs.CONFIGS if c in got or c.name in base]
+            return got
+        if self.args.where:
+            return [configs.BY_NAME[n] for n in WHERE_CONFIGS]
         if self.args.quick:
             return [configs.BY_NAME[n] for n in QUICK_CONFIGS]
         return [c for c in configs.CONFIGS if here(c)]

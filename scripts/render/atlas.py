@@ -24,6 +24,7 @@ import kernel
 import record
 import stats
 from render.formats import Notes, f_interval, f_ins, f_ns, table
+from render import where
 from render.guest import short_kernel
 
 ATLAS_FILE = "atlas.json"  # the atlas's own facts: its tools' suite, its kernels in order
@@ -269,6 +270,34 @@ def kernels_line(guests, hst, own):
             + notes.lines())
 
 
+def where_rows(folder):
+    """([(kernel head, breakdown)], [(config, kernel head, why not
+    measured)]) of the atlas's WHERE=1 labs (where/NAME/), oldest kernel
+    first, each with its column head of the main table."""
+    top = os.path.join(folder, where.WHERE_DIR)
+    got = []
+    for name in sorted(os.listdir(top)) if os.path.isdir(top) else []:
+        d = os.path.join(top, name)
+        if not os.path.isfile(os.path.join(d, "runs.csv")):
+            continue
+        rows, meta, _ = record.load(d)
+        lab = meta.get("lab") or {}
+        b = where.breakdown(where.load(d))
+        for c, e in b.items():  # a site no kernel before 7.2 hits: its runs say mismatch
+            e["status"] = ", ".join(sorted({r["status"] for r in rows if r["config"] == c}))
+        miss = where.unmeasured(rows)
+        why = (lab.get("where") or {}).get("why") or "no where.csv"
+        for r in rows:  # measured, but not in the breakdown: no windows to read
+            if (r["config"] not in b and r["config"] not in miss
+                    and not configs.is_baseline(r["config"])):
+                miss[r["config"]] = why if not b else "its runs or its baseline's have no window"
+        got.append((release_key(lab.get("kernel")), f"{short_kernel(lab)} ({kernel_suite(lab)})",
+                    b, miss))
+    got.sort(key=lambda x: x[0])
+    return ([(head, b) for _, head, b, _ in got if b],
+            [(c, head, why) for _, head, _, miss in got for c, why in miss.items()])
+
+
 def markdown(folder):
     with open(os.path.join(folder, ATLAS_FILE)) as f:
         own = json.load(f)
@@ -281,11 +310,20 @@ def markdown(folder):
         lines += ["", "Not measured yet: " + ", ".join(missing)
                   + " (`make atlas ATLAS_KERNELS=+SUITE` adds one)."]
     lines += facts(guests, hst) + [""] + main_table(guests, hst) + sites_table(guests, hst)
+    rows, missing = where_rows(folder)
+    lines += where.section(rows, missing)
+    if rows:  # (the same text whether or not matplotlib drew it: the golden test's)
+        lines += ["", f"The steps as bars: [{where.PLOT}]({where.PLOT}) (drawn by the report "
+                  "where matplotlib is installed)."]
     return "\n".join(lines) + "\n"
 
 
 def write(folder):
-    """FOLDER/README.md from its folders; its text."""
+    """FOLDER/README.md from its folders, and where_by_step.png; its text."""
+    plot = os.path.join(folder, where.PLOT)
+    if os.path.exists(plot):
+        os.remove(plot)  # never a stale one
+    where.plot(where_rows(folder)[0], folder)
     text = markdown(folder)
     with open(os.path.join(folder, README), "w") as f:
         f.write(text)

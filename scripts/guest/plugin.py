@@ -1,0 +1,126 @@
+"""guest/plugin.py: the atlas's QEMU TCG plugin (src/plugin/where.c),
+which counts a guest's kernel instructions by address inside the
+target's timed loop (make lab WHERE=1).  Debian's qemu-system-x86 has the
+plugin interface built in but ships no plugin and no header, so the
+header comes from Debian's qemu *source* package of the very version
+installed (the plugin API must match the binary's): apt in a folder of
+its own (its lists and cache there, deb-src lines for the suites of the
+host's own apt sources; the host's apt state untouched),
+`apt-get source --download-only qemu=VERSION`, and qemu-plugin.h taken
+out of the upstream tarball.  Cached in build/lab/plugin/VERSION/, the
+plugin beside it named by the hash of what it is built from.  Needs
+root, gcc, dpkg-query and the host's Debian mirror.
+
+Nothing to run: guest/steps.py calls plugin() for WHERE=1.
+"""
+import glob
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+
+from host import ROOT, say
+from .common import LAB_DIR, LabError, sh
+
+PLUGIN_DIR = os.path.join(LAB_DIR, "plugin")
+SOURCE = os.path.join(ROOT, "src", "plugin", "where.c")
+MARKS = os.path.join(ROOT, "src", "plugin", "window.h")  # the target's marks, shared
+HEADER = "qemu-plugin.h"  # include/qemu/qemu-plugin.h in the tarball
+CFLAGS = ["-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared"]
+
+
+def qemu_source_version():
+    """The source package version of the installed qemu-system-x86 (the
+    binary's own may carry a +bN rebuild suffix the source has not)."""
+    r = subprocess.run(["dpkg-query", "-W", "-f", "${source:Version}", "qemu-system-x86"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode or not r.stdout.strip():
+        raise LabError("the plugin needs Debian's qemu-system-x86 (dpkg-query does not know it)")
+    return r.stdout.strip()
+
+
+def source_lines():
+    """deb-src lines for every (URI, suite) of the host's own deb sources,
+    main only: where its installed qemu-system-x86 came from, whichever
+    suite or security archive that was."""
+    got = []
+    for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
+        with open(path) as f:
+            for stanza in f.read().split("\n\n"):
+                types = re.search(r"^Types:(.*)$", stanza, re.M)
+                uris = re.search(r"^URIs:(.*)$", stanza, re.M)
+                suites = re.search(r"^Suites:(.*)$", stanza, re.M)
+                if types and uris and suites and "deb" in types.group(1).split():
+                    got += [(u, x) for u in uris.group(1).split() for x in suites.group(1).split()]
+    if os.path.exists("/etc/apt/sources.list"):
+        with open("/etc/apt/sources.list") as f:
+            for ln in f:
+                m = re.match(r"\s*deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+(\S+)", ln)
+                if m:
+                    got.append(m.groups())
+    return [f"deb-src {u} {x} main\n" for u, x in dict.fromkeys(got)]
+
+
+def header(version, log):
+    """qemu-plugin.h of Debian's qemu source package VERSION, cached."""
+    d = os.path.join(PLUGIN_DIR, version.replace(":", "_"))
+    got = os.path.join(d, HEADER)
+    if os.path.exists(got):
+        return got
+    lines = source_lines()
+    if not lines:
+        raise LabError("the plugin's header: no Debian source in the host's apt sources")
+    os.makedirs(d, exist_ok=True)
+    say(f"lab: the plugin: qemu-plugin.h from Debian's qemu {version} source package (once)")
+    with tempfile.TemporaryDirectory(dir=d) as tmp:
+        lists, cache = os.path.join(tmp, "lists"), os.path.join(tmp, "cache")
+        os.makedirs(os.path.join(lists, "partial"))
+        os.makedirs(os.path.join(cache, "archives", "partial"))
+        src = os.path.join(tmp, "sources.list")
+        with open(src, "w") as f:
+            f.write("".join(lines))
+        apt = ["apt-get", "-q", "-o", f"Dir::Etc::SourceList={src}",
+               "-o", "Dir::Etc::SourceParts=/nonexistent", "-o", f"Dir::State::Lists={lists}",
+               "-o", f"Dir::Cache={cache}"]
+        sh([*apt, "update"], log, timeout=300)
+        sh([*apt, "source", "--download-only", f"qemu={version}"], log, timeout=900, cwd=tmp)
+        tars = [t for t in glob.glob(os.path.join(tmp, "qemu_*.orig.tar.*"))
+                if not t.endswith(".asc")]
+        if len(tars) != 1:
+            raise LabError(f"the plugin's header: apt-get source qemu={version} brought "
+                           f"{len(tars)} upstream tarballs, not 1")
+        try:
+            with tarfile.open(tars[0]) as t:
+                member = next((x for x in t if x.name.endswith("/include/qemu/" + HEADER)),
+                              None)
+                if member is None:
+                    raise LabError(f"the plugin's header: {os.path.basename(tars[0])} has no "
+                                   f"include/qemu/{HEADER} (a qemu without the plugin API)")
+                with t.extractfile(member) as f_in, open(got + ".tmp", "wb") as f_out:
+                    shutil.copyfileobj(f_in, f_out)
+        except (tarfile.TarError, OSError) as e:
+            raise LabError(f"the plugin's header: cannot read {os.path.basename(tars[0])}: "
+                           f"{e}") from e
+    os.replace(got + ".tmp", got)
+    return got
+
+
+def plugin(log):
+    """(the plugin's shared object, the qemu source version it was built
+    for), named by its source's hash (a changed source is a new build,
+    never a stale one); LabError saying why it cannot be built."""
+    version = qemu_source_version()
+    h = header(version, log)
+    digest = hashlib.sha256(" ".join(CFLAGS).encode())
+    for path in (SOURCE, MARKS, h):
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    so = os.path.join(os.path.dirname(h), f"where-{digest.hexdigest()[:12]}.so")
+    if os.path.exists(so):
+        return so, version
+    sh(["gcc", *CFLAGS, "-I", os.path.dirname(h), "-o", so + ".tmp", SOURCE], log)
+    os.replace(so + ".tmp", so)
+    return so, version
