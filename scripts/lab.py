@@ -202,10 +202,13 @@ def parse_args(argv):
         clash = [name for name, given in (
             ("QUICK=1", a.quick), ("LIFECYCLE=1", a.lifecycle), ("ICOUNT=0", not a.icount),
             ("ACCEL=kvm", a.accel == "kvm"), ("MISS", a.miss),
-            (f"LAB_GUESTS={a.lab_guests}", a.lab_guests not in (0, 1))) if given]
+            (f"LAB_GUESTS={a.lab_guests}", a.lab_guests not in (0, 1)),
+            ("LAB_CONFIGS naming a real program", any(c.workload for c in a.lab_configs)))
+            if given]
         if clash:
             p.error(f"WHERE=1 is not allowed with {clash[0]}: the plugin counts instructions "
-                    "(TCG, -icount) in one guest a suite, the tight loop at one thread")
+                    "(TCG, -icount) in one guest a suite, the kit's own target (whose marks open "
+                    "its windows) at one thread")
         a.lab_guests, a.accel = 1, "tcg"  # never KVM, which loads no plugin
     if a.lifecycle:  # what LIFECYCLE=1 has no use for is refused, not ignored
         clash = [name for name, given in (

@@ -153,7 +153,7 @@ MUTANTS = [
      ["Symbolise.test_windows_named_and_matched"]),
     ("where: each run's window unchecked", "scripts/render/where.py",
      "runs = all(abs(", "runs = True or all(abs(",
-     ["Steps.test_user_space_lost_in_every_run"]),
+     ["Steps.test_a_loss_in_every_run"]),
     ("where: the check adds up by construction", "scripts/render/where.py",
      "abs(sum(steps.values()) - clock)", "abs(sum(steps.values()) - plugin)",
      ["Steps.test_a_count_lost_does_not_add_up"]),

@@ -43,24 +43,35 @@ def qemu_source_version():
 
 
 def source_lines():
-    """deb-src lines for every (URI, suite) of the host's own deb sources,
-    main only: where its installed qemu-system-x86 came from, whichever
-    suite or security archive that was."""
-    got = []
+    """deb-src lines, main only, for where the installed qemu-system-x86 can
+    have come from: the host's Debian mirror (suite.mirror, the lab's own)
+    at its suite and SUITE-updates, and the security archive at
+    SUITE-security where the host's sources name one (an enabled deb822
+    stanza or a sources.list line); never a third party's repository."""
+    from .suite import mirror  # (suite.py imports this wing's rooms)
+    with open("/etc/os-release") as f:
+        m = re.search(r"^VERSION_CODENAME=(\w+)", f.read(), re.M)
+    base = mirror()
+    if not m or not base:
+        return []
+    suite = m.group(1)
+    got = [(base, suite), (base, f"{suite}-updates")]
+    stanzas = []
     for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
         with open(path) as f:
-            for stanza in f.read().split("\n\n"):
-                types = re.search(r"^Types:(.*)$", stanza, re.M)
-                uris = re.search(r"^URIs:(.*)$", stanza, re.M)
-                suites = re.search(r"^Suites:(.*)$", stanza, re.M)
-                if types and uris and suites and "deb" in types.group(1).split():
-                    got += [(u, x) for u in uris.group(1).split() for x in suites.group(1).split()]
-    if os.path.exists("/etc/apt/sources.list"):
-        with open("/etc/apt/sources.list") as f:
-            for ln in f:
-                m = re.match(r"\s*deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+(\S+)", ln)
-                if m:
-                    got.append(m.groups())
+            stanzas += f.read().split("\n\n")
+    for st in stanzas:
+        uris, suites = (re.search(rf"^{k}:(.*)$", st, re.M) for k in ("URIs", "Suites"))
+        if (uris and suites and f"{suite}-security" in suites.group(1).split()
+                and not re.search(r"^Enabled:\s*no", st, re.M | re.I)):
+            got += [(u, f"{suite}-security") for u in uris.group(1).split()]
+    for path in ["/etc/apt/sources.list", *sorted(glob.glob("/etc/apt/sources.list.d/*.list"))]:
+        if os.path.exists(path):
+            with open(path) as f:
+                for ln in f:
+                    x = re.match(r"\s*deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+(\S+)", ln)
+                    if x and x.group(2) == f"{suite}-security":
+                        got.append(x.groups())
     return [f"deb-src {u} {x} main\n" for u, x in dict.fromkeys(got)]
 
 

@@ -2,9 +2,10 @@
 plugin (src/plugin/where.c) wrote, for each window the target opened
 around its timed loop, how many guest instructions ran at each kernel
 address and in user space, tagged with the target's pid; here each
-window is matched to the run that made it (the target's record in the run's log names its pid),
-each kernel address named from the guest's own /proc/kallsyms (read as
-the guest ended: the same boot, so the same KASLR offsets), and the lot
+window is matched to the run that made it (the target's record in the
+run's log names its pid), each kernel address named from the guest's
+own /proc/kallsyms (read before the runs: the same boot, so the same
+KASLR offsets), and the lot
 written as where.csv beside runs.csv: a line per run and function, in
 guest instructions (window totals, not yet per event; render/where.py
 divides and subtracts).
@@ -69,8 +70,8 @@ def check(wins, done):
     """Why the plugin's windows cannot be trusted, or None: it did not
     close (qemu killed), lost a write, saw a window open inside another (a
     second thread), a mark inside a window but CLOSE, or one pid twice."""
-    if not done:
-        return "the plugin never wrote its closing line (qemu was killed?)"
+    if set(done) != {"windows", "overlaps", "addresses", "errors"}:
+        return "the plugin never wrote its closing line whole (qemu was killed?)"
     if done.get("windows") != len(wins) or done.get("errors", 0) or done.get("overlaps", 0):
         return (f"the plugin's closing line says {done}; {len(wins)} windows read")
     bad = [w["pid"] for w in wins if w["marks"] != 1]

@@ -10,10 +10,10 @@ event in a step is its runs' instructions there per call less its
 baseline's (configs.against), in guest instructions alone.
 
 The checks that can fail: the plugin's count of each run's window must
-match the target's own clock for that run (under -icount one guest ns is
-one instruction; runs.csv's wall_ns) within ADDS_UP, and the sum of the
-steps per event (less the baseline's) the clock's per event within
-ADDS_UP.  A window missed, an address attributed twice or a count lost
+lie within the target's own clock for that run (under -icount one guest
+ns is one instruction; runs.csv's wall_ns), short of it by RUN_SLACK and
+RUN_ADDS_UP at most, and the sum of the steps per event (less the
+baseline's) the clock's per event within ADDS_UP.  A window missed, an address attributed twice or a count lost
 breaks the one or the other (a loss as large in the baseline's runs as in
 the traced ones cancels per event; per run it does not).
 
@@ -32,7 +32,11 @@ from render.formats import f_ins, normalise, table
 
 WHERE_DIR = "where"  # the atlas's folder of WHERE=1 labs, one a kernel
 PLOT = "where_by_step.png"
-ADDS_UP = 0.01  # the plugin's total against the target's clock, per event
+ADDS_UP = 0.01  # the steps' sum against the target's clock, per event
+# a run's window against its clock: the window lies inside the clock's
+# timed region, short of it by the clock reads alone (65 to 76 instructions
+# on 6.1 to 7.3), so at most RUN_SLACK plus RUN_ADDS_UP of the run
+RUN_SLACK, RUN_ADDS_UP = 200, 0.001
 OTHER = "other kernel"
 # (step, what it is, the functions in it: regular expressions matched whole
 # against the name less its .constprop/.isra/.part suffixes); first match wins.
@@ -141,7 +145,7 @@ def breakdown(data):
                   - per_event(base["runs"], lambda r: r["window"]))
         clock = (per_event(d["runs"], lambda r: r["wall"])
                  - per_event(base["runs"], lambda r: r["wall"]))
-        runs = all(abs(r["wall"] - r["window"]) <= ADDS_UP * r["wall"]
+        runs = all(0 <= r["wall"] - r["window"] <= RUN_SLACK + RUN_ADDS_UP * r["wall"]
                    for r in d["runs"] + base["runs"])
         out[config] = {"steps": steps, "functions": fn, "plugin": plugin, "clock": clock,
                        "runs_add_up": runs,
@@ -200,9 +204,10 @@ def section(rows, missing=()):
              "probe was never hit: a site that kernel does not fire). User space is every process's user-space instructions in the window "
              "(the target's, and a tracer's process where it runs meanwhile). Every figure is "
              "in guest instructions; each run's window is set against the target's own clock "
-             "for that run (1 ns an instruction under -icount), and the sum of the steps per "
-             f"event against the clock's: a row that misses either by more than {ADDS_UP:.0%} "
-             "says NO.", ""]
+             "for that run (1 ns an instruction under -icount: the window lies inside it, short "
+             f"by the clock reads, at most {RUN_SLACK} instructions and {RUN_ADDS_UP:.1%} of "
+             f"the run), and the sum of the steps per event against the clock's (within "
+             f"{ADDS_UP:.0%}): a row that misses either says NO.", ""]
     lines.append(table(head, body))
     lines += ["", "The five largest functions of each event [instructions/event]:", ""]
     lines.append(table(["config", "kernel", "functions"], top))
@@ -232,8 +237,8 @@ def plot(rows, folder):
     ax.set_yticks(range(len(bars)))
     ax.set_yticklabels([n for n, _ in bars], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("guest instructions per event, over the baseline (QEMU -icount, TCG plugin; "
-                  "a step below its baseline drawn as 0)")
+    ax.set_xlabel("guest instructions per event, over the baseline (QEMU -icount, TCG plugin)\n"
+                  "a step below its baseline drawn as 0")
     ax.set_title("where one event's instructions go, step by step")
     ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.1))
     fig.tight_layout()
