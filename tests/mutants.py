@@ -152,7 +152,7 @@ MUTANTS = [
      "self.names[bisect.bisect_right(self.addrs, a) - 2]",
      ["Symbolise.test_windows_named_and_matched"]),
     ("where: each run's window unchecked", "scripts/render/where.py",
-     "runs = all(abs(", "runs = True or all(abs(",
+     "runs = all(0 <= ", "runs = True or all(0 <= ",
      ["Steps.test_a_loss_in_every_run"]),
     ("where: the check adds up by construction", "scripts/render/where.py",
      "abs(sum(steps.values()) - clock)", "abs(sum(steps.values()) - plugin)",
