@@ -191,7 +191,7 @@ class Suite:
         self.whole = self.tcg = self.vmlinuz = self.initrd = None
         self.unbuilt = {}  # configuration -> why its module did not build
         self.runtime = "module"  # SystemTap's in the guest (STAP_RUNTIME)
-        self.threads = WHERE_THREADS if args.where else LAB_THREADS
+        self.threads = WHERE_THREADS if getattr(args, "where", False) else LAB_THREADS
         self.plugin = None  # WHERE=1: (the plugin's .so, where it writes), guest/plugin.py
 
     def configs(self):
