@@ -31,6 +31,19 @@ def hand_folder(tmp):
     return dst
 
 
+def rewrite(d, change):
+    """The hand folder D's where.csv with CHANGE(row) applied to every row."""
+    path = os.path.join(d, where.WHERE_CSV)
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        change(r)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
 class Steps(unittest.TestCase):
     def test_each_step_by_name(self):
         """Names as 6.12's kallsyms gives them, each in its step."""
@@ -78,16 +91,11 @@ class Steps(unittest.TestCase):
         1.09%, past the per-event one: NO."""
         with tempfile.TemporaryDirectory() as tmp:
             d = hand_folder(tmp)
-            path = os.path.join(d, where.WHERE_CSV)
-            with open(path, newline="") as f:
-                rows = list(csv.DictReader(f))
-            for r in rows:
+
+            def later(r):
                 if r["config"] == "ftrace-sdt":
                     r["wall"] = str(int(r["wall"]) + 25)
-            with open(path, "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=list(rows[0]))
-                w.writeheader()
-                w.writerows(rows)
+            rewrite(d, later)
             e = where.breakdown(where.load(d))["ftrace-sdt"]
             self.assertTrue(e["runs_add_up"])
             self.assertFalse(e["adds_up"])
@@ -101,17 +109,12 @@ class Steps(unittest.TestCase):
         is then 302 short of its clock, past 200 + 0.1%: NO."""
         with tempfile.TemporaryDirectory() as tmp:
             d = hand_folder(tmp)
-            path = os.path.join(d, where.WHERE_CSV)
-            with open(path, newline="") as f:
-                rows = list(csv.DictReader(f))
-            for r in rows:
+
+            def less(r):
                 r["window"] = str(int(r["window"]) - 300)
                 if r["function"] == where.USER:
                     r["instructions"] = str(int(r["instructions"]) - 300)
-            with open(path, "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=list(rows[0]))
-                w.writeheader()
-                w.writerows(rows)
+            rewrite(d, less)
             e = where.breakdown(where.load(d))["ftrace-sdt"]
         self.assertAlmostEqual(sum(e["steps"].values()), e["clock"])
         self.assertFalse(e["runs_add_up"])
