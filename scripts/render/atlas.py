@@ -286,7 +286,7 @@ def where_rows(folder):
         for c, e in b.items():  # a site no kernel before 7.2 hits: its runs say mismatch
             e["status"] = ", ".join(sorted({r["status"] for r in rows if r["config"] == c}))
         miss = where.unmeasured(rows)
-        why = (lab.get("where") or {}).get("why") or "no where.csv"
+        why = (lab.get("where") or {}).get("why") or f"no {where.WHERE_CSV}"
         for r in rows:  # measured, but not in the breakdown: no windows to read
             if (r["config"] not in b and r["config"] not in miss
                     and not configs.is_baseline(r["config"])):
