@@ -13,7 +13,10 @@ default, committed) whose README.md is the report's own output.
 Each kernel is `make lab LAB=TOOLS:KERNEL` (scripts/lab.py: sid's root
 file system, tools and SystemTap, with the kernel and headers of the suite
 KERNEL), its folder taken as ATLAS_DIR/TOOLS+KERNEL/ (ATLAS_DIR/sid/ for
-sid's own; its logs stay in results/, named in the folder's FROM); a kernel whose folder is there is not measured again
+sid's own; its logs stay in results/, named in the folder's FROM), with its
+`make lab WHERE=1` beside it (the two take turns preparing the kernel's
+root file system, the lab first; then the WHERE guest runs beside the
+lab's two); a kernel whose folder is there is not measured again
 unless ATLAS_FRESH=1, so adding one costs one lab.  The host's own figures
 (make run over the same configurations, THREADS=1..2, in ns on the host's
 kernel) are ATLAS_DIR/host/, measured where missing (ATLAS_HOST=0: never).
@@ -28,6 +31,7 @@ each probe site per kernel, and each guest's kernel facts.  Needs what
 make lab needs (root, mmdebstrap, qemu, the host's Debian mirror).
 """
 import argparse
+import functools
 import json
 import os
 import re
@@ -44,8 +48,9 @@ import configs  # noqa: E402
 import host  # noqa: E402
 import params  # noqa: E402
 import workloads  # noqa: E402
-from guest.common import LAB_THREADS, LabError  # noqa: E402
-from guest.suite import KERNEL_NAME, KERNEL_SUITES, SUITES, folder_name, the_kernels_there  # noqa: E402
+from guest.common import LAB_DIR, LAB_THREADS, LAB_TOP, WHERE_TOP, LabError  # noqa: E402
+from guest.suite import (KERNEL_NAME, KERNEL_SUITES, SUITES, folder_name,  # noqa: E402
+                         need_host_tools, the_kernels_there)
 from host import ROOT, say  # noqa: E402
 from render.atlas import ATLAS_FILE, HOST_FOLDER  # noqa: E402
 from guest.where import WHERE_CSV  # noqa: E402
@@ -136,9 +141,11 @@ def has_runs(d):
         os.path.join(d, "meta.json"))
 
 
-def newest(parent, suffix, before):
-    """The folder PARENT/<stamp>SUFFIX made since BEFORE (a set of names), or None."""
+def newest(parent, suffix, before, but=None):
+    """The folder PARENT/<stamp>SUFFIX made since BEFORE (a set of names),
+    not one ending BUT, or None."""
     got = sorted(n for n in os.listdir(parent) if n.endswith(suffix) and n not in before
+                 and not (but and n.endswith(but))
                  and not os.path.islink(os.path.join(parent, n))
                  and os.path.isdir(os.path.join(parent, n)))
     return os.path.join(parent, got[-1]) if got else None
@@ -159,29 +166,64 @@ def take(src, dst):
     os.replace(tmp, dst)
 
 
-def run_kit(cmd, env):
-    """A child of the kit (lab.py, run.py) under this one's lock: its exit
-    status.  Stopped (Ctrl-C, SIGTERM, SIGHUP), the child is told as well
-    and waited for: its own stop paths unmount, power off and remove what
-    it started (subprocess.run would SIGKILL it, leaving mmdebstrap's mounts)."""
-    p = subprocess.Popen([sys.executable, *cmd], env=dict(os.environ, **env))
+def start_kit(cmd, env):
+    return subprocess.Popen([sys.executable, *cmd], env=dict(os.environ, **env))
+
+
+def wait_kits(procs, between=None):
+    """The exit statuses of the kit's children PROCS (lab.py, run.py: a
+    list of started processes, or of functions starting one), under this
+    one's lock; BETWEEN(proc) waits after each started but the last.
+    Stopped (Ctrl-C, SIGTERM, SIGHUP), each child is told as well and
+    waited for: its own stop paths unmount, power off and remove what it
+    started (subprocess.run would SIGKILL it, leaving mmdebstrap's mounts)."""
+    started = []
     try:
-        return p.wait()
+        for k, p in enumerate(procs):
+            started.append(p() if callable(p) else p)
+            if between and k < len(procs) - 1:
+                between(started[-1])
+        return [p.wait() for p in started]
     except KeyboardInterrupt:
         with host.deferred():
-            if p.poll() is None:
-                p.send_signal(signal.SIGINT)  # a second one a group's Ctrl-C sent is ignored
-            p.wait()
+            for p in started:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGINT)  # a second one a group's Ctrl-C sent is ignored
+            for p in started:
+                p.wait()
         raise
+
+
+def held_by(slug, proc, timeout=120):
+    """Waits until a lab of suite SLUG holds its root file system's lock
+    (guest/suite.Suite.hold), PROC has ended, or TIMEOUT s have passed:
+    so the lab started first prepares first."""
+    path = os.path.join(LAB_DIR, f"{slug}.lock")
+    t0 = time.monotonic()
+    while proc.poll() is None and time.monotonic() - t0 < timeout and not locked(path):
+        time.sleep(0.5)
+
+
+def locked(path):
+    """Someone holds a flock on PATH, read from /proc/locks (asking by
+    taking one would make the lab that wants it wait)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    with open("/proc/locks") as f:  # "1: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF"
+        return any(len(w) > 5 and w[1] == "FLOCK" and w[5] == dev
+                   for w in (ln.split() for ln in f))  # (a waiter's line has "->" in w[1])
 
 
 def measure_host(args, base, host_dir):
     """The host's make run over the lab's configurations, THREADS=1..2, in
     ns, taken as HOST_DIR; False if it wrote no folder."""
     before = set(os.listdir(args.results))
-    rc = run_kit([RUN, "--results", args.results, "--no-report"],
-                 dict(base, THREADS=",".join(map(str, LAB_THREADS)),
-                      CONFIGS=",".join(lab_configs())))
+    rc, = wait_kits([start_kit([RUN, "--results", args.results, "--no-report"],
+                               dict(base, THREADS=",".join(map(str, LAB_THREADS)),
+                                    CONFIGS=",".join(lab_configs())))])
     d = newest(args.results, "", before)
     if d and has_runs(d):
         take(d, host_dir)
@@ -190,22 +232,33 @@ def measure_host(args, base, host_dir):
     return False
 
 
-def measure_kernel(args, base, name, where=False):
-    """One kernel: make lab LAB=NAME, its folder taken into the atlas
-    (one lab a kernel, so a stop keeps the kernels done); WHERE: make lab
-    WHERE=1's, taken as ATLAS_DIR/where/NAME/; False if the lab wrote none."""
+def measure_kernel(args, base, name, main=True, where=False):
+    """One kernel: make lab LAB=NAME (MAIN), its folder taken into the
+    atlas (one lab a kernel, so a stop keeps the kernels done), and WHERE:
+    make lab WHERE=1's, taken as ATLAS_DIR/where/NAME/, at the same time
+    (they take turns preparing, the lab first, whose guests are the most
+    of the time; then the WHERE guest runs beside its two: a guest's
+    instructions do not depend on the host's load); False for each that
+    wrote no folder."""
     before = set(os.listdir(args.results))
-    rc = run_kit([LAB, "--results", args.results],
-                 dict(base, LAB=name, **({"WHERE": "1"} if where else {})))
-    top = newest(args.results, "-lab", before)
-    d = top and os.path.join(top, folder_name(name))
-    if d and has_runs(d) and (not where or os.path.exists(os.path.join(d, WHERE_CSV))):
-        take(d, where_dir(args, name) if where else os.path.join(args.atlas_dir,
-                                                                  folder_name(name)))
-        return True
-    say(f"atlas: {name}: the lab{' (WHERE=1)' if where else ''} wrote no folder"
-        f"{' with where.csv' if where else ''} (make lab exited {rc})")
-    return False
+    jobs = ([("", LAB_TOP, os.path.join(args.atlas_dir, folder_name(name)), {})] if main
+            else []) + ([("WHERE=1", WHERE_TOP, where_dir(args, name), dict(WHERE="1"))]
+                        if where else [])
+    rcs = wait_kits([functools.partial(start_kit, [LAB, "--results", args.results],
+                                       dict(base, LAB=name, **env)) for *_, env in jobs],
+                    between=lambda p: held_by(folder_name(name), p))
+    ok = []
+    for (what, end, dst, _), rc in zip(jobs, rcs):
+        top = newest(args.results, end, before, WHERE_TOP if end != WHERE_TOP else None)
+        d = top and os.path.join(top, folder_name(name))
+        if d and has_runs(d) and (not what or os.path.exists(os.path.join(d, WHERE_CSV))):
+            take(d, dst)
+            ok.append(True)
+            continue
+        say(f"atlas: {name}: the lab{f' ({what})' if what else ''} wrote no folder"
+            f"{' with where.csv' if what else ''} (make lab exited {rc})")
+        ok.append(False)
+    return ok
 
 
 def where_dir(args, name):
@@ -254,11 +307,18 @@ def main(argv=None):
                 + ("; and the host" if want_host else "")
                 + (f"; where the instructions go: {', '.join(todo_where)}" if todo_where else ""))
             base = {"NO_INSTALL": "1" if args.no_install else "0"}
+            # the labs' builds and tools once, before two labs at once would each
+            need_host_tools(args.no_install)  # make them (and apt-get's lock)
+            if not host.make_all("atlas"):
+                return 1
             # the host first: its ns want a quiet machine, before hours of guests
             ok = [measure_host(args, base, host_dir)] if want_host else []
-            ok += [measure_kernel(args, base, n) for n in todo]
-            ok += [measure_kernel(args, base, n, where=True) for n in todo_where]
+            for n in [n for n in names if n in todo or n in todo_where]:
+                ok += measure_kernel(args, base, n, n in todo, n in todo_where)
             status = 0 if all(ok) else 1
+        except LabError as e:
+            say(f"atlas: {e}")
+            return 1
         except KeyboardInterrupt:
             say("atlas: interrupted; what was measured stays in results/ "
                 f"and the kernels already taken in {args.atlas_dir}")

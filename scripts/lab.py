@@ -36,7 +36,12 @@ Per suite, cached under build/lab/SUITE/ (`make clean` removes it):
    counting from procfs, unloading with `staprun -d`; then the guest lists
    any module left and powers off;
 6. the guests' results folders copied out of the images with debugfs into
-   one, results/<stamp>-lab/SUITE/, with the lab's facts in meta.json "lab".
+   one, results/<stamp>-lab/SUITE/ (WHERE=1: <stamp>-where-lab/), with the
+   lab's facts in meta.json "lab".
+
+Two labs of one suite may run at once (make atlas: a kernel's lab and its
+WHERE=1 lab): they take turns with the suite's root file system until
+their images are made (Suite.hold), then their guests run side by side.
 
 Under TCG wall time means nothing, so by default (ICOUNT=1) the guest
 runs with QEMU's `-icount shift=0,sleep=off,align=off` on one vCPU: its
@@ -76,7 +81,7 @@ import lifecycle  # noqa: E402
 import params  # noqa: E402
 import workloads  # noqa: E402
 from host import ROOT, say  # noqa: E402
-from guest.common import LAB_DIR, LabError  # noqa: E402
+from guest.common import LAB_DIR, LAB_TOP, WHERE_TOP, LabError  # noqa: E402
 from guest.init import LAB_RUNS, LC_OWN, QUICK_ITER, WHERE_ITER, WHERE_RUNS  # noqa: E402
 from guest.qemu import GUEST_S  # noqa: E402
 from guest.shares import AUTO_GUESTS, MAX_GUESTS  # noqa: E402
@@ -249,9 +254,10 @@ def main(argv=None):
             if not host.make_all("lab"):
                 return 1
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-            top = os.path.join(args.results, f"{stamp}-lab")
+            end = WHERE_TOP if args.where else LAB_TOP
+            top = os.path.join(args.results, stamp + end)
             os.makedirs(LAB_DIR, exist_ok=True)
-            log = os.path.join(LAB_DIR, f"lab-{stamp}.log")
+            log = os.path.join(LAB_DIR, f"lab-{stamp}{end.removesuffix(LAB_TOP)}.log")
             state = {}
             for name in args.lab:
                 d = run_suite(name, args, top, log, state)

@@ -4,6 +4,7 @@ stap-mark-alibi at THREADS=1..2), the instruction count's resolution, the
 shell, faults, the summary's tables, and its input checks.  Slow the first
 time on a machine (mmdebstrap); the root file system is cached in
 build/lab/ after that."""
+import contextlib
 import csv
 import glob
 import json
@@ -14,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -25,6 +27,9 @@ import record
 import report
 from guest import common, shares, suite
 from guest import qemu as guest_qemu
+from guest import modules as guest_modules
+from guest import steps as guest_steps
+import atlas
 from guest.init import LAB_RUNS, QUICK_ITER
 from render import guest as render_lab
 from render import lifecycle as render_lifecycle
@@ -140,6 +145,137 @@ class Inputs(unittest.TestCase):
                      "ACCEL=auto", "LAB_TIME_LIMIT=0", "LAB_CONFIGS=every configuration",
                      "LIFECYCLE=0", "PROBES=1,10,100\n", "PROCS=1,10\n"):
             self.assertRegex(r.stdout, r"make lab .*\n(\s+\S.*\n)*\s+" + re.escape(line))
+
+
+class TwoLabs(unittest.TestCase):
+    """Two labs of one suite at once (make atlas: a kernel's lab and its
+    WHERE=1 lab): they take turns with the root file system, each removes
+    only its own images and folders, their folders are told apart; and a
+    kernel's first lab sizes its runs from a guest of the same tools."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="kit-test-twolabs-")
+        self.old_dir = suite.LAB_DIR
+        suite.LAB_DIR = self.tmp
+
+    def tearDown(self):
+        suite.LAB_DIR = self.old_dir
+        shutil.rmtree(self.tmp)
+
+    def timings(self, slug, unit="instructions"):
+        d = os.path.join(self.tmp, slug)
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, common.TIMINGS.format(unit))
+        with open(path, "w") as f:
+            f.write("{}\n")
+        return path
+
+    def lab(self, name, where=False):
+        args = type("Args", (), {"where": where})()
+        s = suite.Suite(name, args, self.tmp, os.path.join(self.tmp, "lab.log"))
+        s.dir = os.path.join(self.tmp, suite.folder_name(name))
+        return s
+
+    def test_first_lab_of_a_kernel_sized_from_its_tools(self):
+        """Its own timings first; else its tools' own suite's; else the
+        newest of another kernel under those tools; else none (warm-ups)."""
+        newer = self.timings("sid+bookworm")
+        os.utime(newer, (2e9, 2e9))
+        older = self.timings("sid+trixie-backports")
+        os.utime(older, (1e9, 1e9))
+        self.assertEqual(self.lab("sid:trixie").timings("instructions"), (newer, "sid:bookworm"))
+        tools = self.timings("sid")
+        self.assertEqual(self.lab("sid:trixie").timings("instructions"), (tools, "sid"))
+        own = self.timings("sid+trixie")
+        self.assertEqual(self.lab("sid:trixie").timings("instructions"), (own, "sid:trixie"))
+        self.assertEqual(self.lab("sid:trixie").timings("ns"), (None, None))
+        self.assertEqual(self.lab("trixie:sid").timings("instructions"), (None, None))
+
+    def test_take_turns_with_the_root_file_system(self):
+        """The second lab's hold waits until the first releases it; make
+        atlas sees it held (and by asking does not hold it itself)."""
+        first, second = self.lab("sid"), self.lab("sid", where=True)
+        path = os.path.join(self.tmp, "sid.lock")
+        self.assertFalse(atlas.locked(path))
+        first.hold()
+        self.assertTrue(atlas.locked(path))
+        t = threading.Thread(target=second.hold)
+        t.start()
+        t.join(1.0)
+        self.assertTrue(t.is_alive(), "the second lab did not wait for the first")
+        first.release()
+        t.join(10)
+        self.assertFalse(t.is_alive(), "the second lab never got the root file system")
+        self.assertIsNotNone(second.held)
+        second.release()
+        self.assertFalse(atlas.locked(path))
+
+    def test_each_removes_its_own(self):
+        """The WHERE=1 lab ending first leaves the other lab's images and
+        fetched folders; its own are gone."""
+        s = self.lab("sid", where=True)
+        os.makedirs(s.dir)
+        g = guest_qemu.Guest(s, [])
+        s.whole, s.tcg = g, [g]
+        self.assertEqual(os.path.basename(g.img), "disk-where.img")
+        other = [os.path.join(s.dir, n) for n in ("disk-1.img", "disk-2.img", "disk.img")]
+        for path in other + [g.img]:
+            open(path, "w").close()
+        theirs = os.path.join(s.dir, "lab-fetch-theirs")
+        mine = os.path.join(s.dir, "lab-fetch-mine")
+        os.makedirs(theirs)
+        os.makedirs(mine)
+        s.fetched.append(mine)
+        guest_steps.remove_own(s)
+        self.assertEqual(sorted(os.listdir(s.dir)),
+                         sorted([os.path.basename(p) for p in other] + ["lab-fetch-theirs"]))
+
+    def test_preflight_answer_kept(self):
+        """The pre-flight's answer is kept for the root file system by
+        kernel, SystemTap and the target's bytes: asked again, the second
+        lab gets it without a build; a changed target is asked anew; a
+        time-out is never kept."""
+        s = self.lab("sid")
+        target = os.path.join(s.rootfs, common.GUEST_KIT.lstrip("/"), "build", "benchmark-sdt")
+        os.makedirs(os.path.dirname(target))
+        os.makedirs(os.path.join(s.rootfs, "tmp"))
+        with open(target, "w") as f:
+            f.write("a")
+        built = []
+        answers = iter(["SystemTap 5.6 cannot build modules for kernel 6.1.0-kit: error: x",
+                        None, "SystemTap 5.6 did not build a module for kernel 6.1.0-kit in 1 s",
+                        None])
+
+        def build(*_):
+            built.append(1)
+            return next(answers)
+        real = guest_modules.stap_build.preflight, guest_modules.Mounts
+        guest_modules.stap_build.preflight = build
+        guest_modules.Mounts = lambda _: contextlib.nullcontext()
+        try:
+            first = guest_modules.preflight(s, "6.1.0-kit")
+            self.assertEqual(guest_modules.preflight(s, "6.1.0-kit"), first)
+            self.assertEqual(len(built), 1)
+            with open(target, "w") as f:
+                f.write("b")
+            self.assertIsNone(guest_modules.preflight(s, "6.1.0-kit"))
+            self.assertEqual(len(built), 2)
+            self.assertIn("did not build", guest_modules.preflight(s, "6.2.0-kit"))
+            self.assertIsNone(guest_modules.preflight(s, "6.2.0-kit"))  # the time-out not kept
+            self.assertEqual(len(built), 4)
+        finally:
+            guest_modules.stap_build.preflight, guest_modules.Mounts = real
+
+    def test_folders_told_apart(self):
+        """Started in the same second, the lab's and the WHERE=1 lab's
+        folders are found each by its own ending."""
+        for n in ("20261203T000000Z-lab", "20261203T000000Z-where-lab", "20261202T000000Z-lab"):
+            os.makedirs(os.path.join(self.tmp, n))
+        before = {"20261202T000000Z-lab"}
+        self.assertEqual(atlas.newest(self.tmp, common.LAB_TOP, before, common.WHERE_TOP),
+                         os.path.join(self.tmp, "20261203T000000Z-lab"))
+        self.assertEqual(atlas.newest(self.tmp, common.WHERE_TOP, before),
+                         os.path.join(self.tmp, "20261203T000000Z-where-lab"))
 
 
 class WordLists(unittest.TestCase):

@@ -14,7 +14,11 @@ LAB_DIR = os.path.join(ROOT, "build", "lab")
 # A suite's guest timings, one file a unit (the runner's --timings; kept
 # in LAB_DIR/SUITE between labs, carried into and out of each guest).
 TIMINGS = "timings-{}.json"
+PREFLIGHT = "preflight.json"  # LAB_DIR/SUITE's: the pre-flight's answers for its root file system
 GUEST_KIT = "/kit"
+# A lab's folder, results/<stamp>LAB_TOP/; WHERE=1's apart (a kernel's lab
+# and its WHERE=1 lab may start in the same second: make atlas)
+LAB_TOP, WHERE_TOP = "-lab", "-where-lab"
 LAB_THREADS = (1, 2)  # the thread counts a guest runs
 WHERE_THREADS = (1,)  # WHERE=1's: one window at a time (src/plugin/where.c)
 

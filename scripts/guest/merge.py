@@ -74,7 +74,9 @@ def bring_back(suite, ended, extra):
     for g, *_ in got + failed:
         with open(os.path.join(folder.logs, f"console{g.sfx}.log"), "w") as f:
             f.write(g.text())
-    for name, cells in timings.items():  # what sizes the next lab's runs
+    # what sizes the next lab's runs; not WHERE=1's, whose runs are of a
+    # fixed size (WHERE_ITER), and which may end beside a lab of the suite
+    for name, cells in ({} if suite.plugin else timings).items():
         path = os.path.join(suite.dir, name)
         host.write_json(path, dict(plan.load(path), **cells))
     folder.meta["lab"] = dict(extra, modules_left=left)
@@ -144,8 +146,9 @@ def keep_logs(logs, g, res, timings, left):
         timings.setdefault(os.path.basename(t), {}).update(mine)
     for name in ("lab-run.log", "modules-left.txt", where.KALLSYMS):
         if os.path.exists(os.path.join(res, name)):
-            base, ext = os.path.splitext(name)
-            shutil.copy(os.path.join(res, name), os.path.join(logs, base + g.sfx + ext))
+            base, ext = os.path.splitext(name)  # (kallsyms: WHERE=1's one guest's, as where.py reads it)
+            sfx = "" if name == where.KALLSYMS else g.sfx
+            shutil.copy(os.path.join(res, name), os.path.join(logs, base + sfx + ext))
     if os.path.exists(os.path.join(res, "modules-left.txt")):
         with open(os.path.join(res, "modules-left.txt")) as f:
             left = (left or []) + [ln.split()[0] for ln in f if ln.strip()]

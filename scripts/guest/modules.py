@@ -8,14 +8,17 @@ until their script, flags, target or kernel change.  Needs root.
 
 Nothing to run: guest/steps.py calls it.
 """
+import hashlib
 import os
 import shutil
 import tempfile
 
+import host
 import lifecycle
 from host import say
-from tracers import stap, stap_build
-from .common import GUEST_KIT
+from measure import plan
+from tracers import stap, stap_build, stap_preflight
+from .common import GUEST_KIT, PREFLIGHT
 from .mounts import Mounts
 
 
@@ -25,14 +28,32 @@ def version(suite):
 
 
 def preflight(suite, rel):
-    """None if the chroot's SystemTap builds modules for its kernel REL, else why not."""
+    """None if the chroot's SystemTap builds modules for its kernel REL, else
+    why not; the answer kept in build/lab/SUITE/PREFLIGHT for this root file
+    system (make_rootfs removes it with the old one) by kernel, SystemTap
+    and the target it probes, so a second lab of the suite (WHERE=1's)
+    does not build the same module again."""
+    try:
+        with open(os.path.join(suite.rootfs, GUEST_KIT.lstrip("/"), stap_preflight.TARGET),
+                  "rb") as f:
+            target = hashlib.sha256(f.read()).hexdigest()[:16]
+    except OSError:
+        target = "none"  # (not built: the pre-flight says so, each time)
+    key = f"{rel} {version(suite)} {target}"
+    path = os.path.join(suite.dir, PREFLIGHT)
+    known = plan.load(path)
+    if key in known:
+        return known[key]
     work = tempfile.mkdtemp(prefix="preflight-", dir=os.path.join(suite.rootfs, "tmp"))
     try:
         with Mounts(suite.rootfs):
-            return stap_build.preflight(suite.rootfs, rel, "/" + os.path.relpath(
+            why = stap_build.preflight(suite.rootfs, rel, "/" + os.path.relpath(
                 work, suite.rootfs), GUEST_KIT)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if target != "none" and (why is None or stap_preflight.CANNOT in why):  # not a time-out
+        host.write_json(path, dict(known, **{key: why}), indent=1)
+    return why
 
 
 def build_modules(suite, rel, kit):

@@ -40,12 +40,13 @@ GUEST_S = {"quick": 1800, "full": 5400}  # a guest's whole run, boot to power-of
 class Guest:
     """One qemu of a suite: its share of the configurations (CFGS), its init
     script in the root file system, its own image and console, and how it
-    ended.  K: its index among N guests (one alone keeps the plain names)."""
+    ended.  K: its index among N guests (one alone keeps the plain names,
+    but WHERE=1's: -where, apart from a lab of the suite beside it)."""
 
     def __init__(self, suite, cfgs, k=0, n=1):
         self.suite, self.cfgs = suite, cfgs
-        sfx = "" if n == 1 else f"-{k + 1}"
-        self.name = suite.name if n == 1 else f"{suite.name}/{k + 1}"
+        sfx = "-where" if getattr(suite.args, "where", False) else "" if n == 1 else f"-{k + 1}"
+        self.name = suite.name + sfx.replace("-", "/", 1)
         self.init, self.img, self.sfx = f"/kit-init{sfx}.sh", os.path.join(
             suite.dir, f"disk{sfx}.img"), sfx
         self.qemu = self.qemu_rc = self.clog = None
@@ -200,6 +201,7 @@ def boot_guests(suite, limit, args, state):
         say(f"lab: {suite.name}: {len(guests)} guests at once (LAB_GUESTS), each a share of the "
             "configurations: " + "; ".join(f"{g.name}: {len(g.cfgs)}" for g in guests))
     suite.images(guests)
+    suite.release()  # the root file system is another lab's now (Suite.hold)
     for g in guests:
         g.start("tcg", limit)
     watch(guests)

@@ -12,7 +12,6 @@ import configs
 import record
 from measure import plan
 from tracers import BACKENDS
-from .common import TIMINGS
 from .qemu import GUEST_MB
 
 # Guests at once under -icount (LAB_GUESTS=auto): one per host CPU, at
@@ -54,10 +53,10 @@ def shares(cfgs, n, cost=lambda c: 1.0):
 def guest_cost(suite, args):
     """A configuration's seconds per run in SUITE's guest, beyond its loop
     (its tracer's start: what a guest's time goes on), from the timings
-    its last lab left (build/lab/SUITE/timings-UNIT.json), else the
-    runner's guess."""
-    cache = plan.load(os.path.join(suite.dir, TIMINGS.format(
-        record.INSTRUCTIONS if args.icount else record.NS)))
+    its last lab left (build/lab/SUITE/timings-UNIT.json, or a kernel's
+    first lab: Suite.timings), else the runner's guess."""
+    path = suite.timings(record.INSTRUCTIONS if args.icount else record.NS)[0]
+    cache = plan.load(path) if path else {}
     return lambda c: cache.get(c.name, {}).get("extra_s",
                                                plan.GUESS[BACKENDS[c.tracer].attaches][0])
 

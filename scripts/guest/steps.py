@@ -9,7 +9,6 @@ rows the guests wrote.
 
 Nothing to run: scripts/lab.py calls run_suite for each suite.
 """
-import glob
 import os
 import shutil
 import subprocess
@@ -31,6 +30,7 @@ def run_suite(name, args, top, log, state):
     suite = Suite(name, args, top, log)
     extra = {"suite": name}
     try:
+        suite.hold()  # until its images are made (boot_guests), or the end
         rel, kit, why = prepare(suite, extra)
         if args.lifecycle and not args.shell:
             if "stap" in args.tracers:
@@ -71,10 +71,20 @@ def run_suite(name, args, top, log, state):
     finally:
         for g in suite.guests:
             g.stop_qemu()
-        for junk in glob.glob(os.path.join(suite.dir, "lab-fetch-*")):
-            shutil.rmtree(junk, ignore_errors=True)
-        for img in glob.glob(os.path.join(suite.dir, "disk*.img")):
-            os.unlink(img)  # 4 GB each, sparse: made anew each time
+        remove_own(suite)
+        suite.release()
+
+
+def remove_own(suite):
+    """What SUITE's lab made in build/lab/SUITE/ for this run: its guests'
+    images (4 GB each, sparse: made anew each time) and the folders its
+    results were fetched into; never another lab's of the suite beside it
+    (make atlas: a kernel's lab and its WHERE=1 lab)."""
+    for junk in suite.fetched:
+        shutil.rmtree(junk, ignore_errors=True)
+    for g in {id(g): g for g in [suite.whole, *(suite.tcg or []), *suite.guests] if g}.values():
+        if os.path.exists(g.img):
+            os.unlink(g.img)
 
 
 def prepare(suite, extra):
@@ -89,7 +99,9 @@ def prepare(suite, extra):
     if os.path.exists(config):  # what changes the figures, from the guest's own config
         with open(config) as f:
             extra["kernel_config"] = kernel.config_facts(f.read())
-    kit = suite.put_kit()
+    kit, borrowed = suite.put_kit()
+    if borrowed:  # the runs' sizes only: what they measure is this kernel's
+        extra["timings_from"] = borrowed
     why = modules.preflight(suite, rel)
     say(f"lab: {suite.name}: pre-flight: " + (why or f"SystemTap {extra['stap']} builds modules "
                                               f"for kernel {rel}"))
@@ -106,7 +118,7 @@ def shell(suite, rel, state):
     """make lab-shell: a guest of SUITE whose init is a shell in the kit,
     on the console until it is left."""
     init.shell_script(suite)
-    g = Guest(suite, [])
+    g = suite.whole = Guest(suite, [])
     suite.images([g])
     say(f"lab: {suite.name}: a shell in the guest (kernel {rel}); the kit is in {GUEST_KIT}; "
         "`exit` powers it off")

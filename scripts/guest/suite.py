@@ -9,6 +9,7 @@ Debian mirror (need_host_tools installs the tools).
 
 Nothing to run: guest/steps.py drives a Suite.
 """
+import fcntl
 import glob
 import os
 import re
@@ -20,11 +21,13 @@ import urllib.error
 import urllib.request
 
 import configs
+import record
 import workloads
 import host
 from host import ROOT, say
 from tracers import BACKENDS
-from .common import GUEST_KIT, LAB_DIR, LAB_THREADS, TIMINGS, WHERE_THREADS, LabError, sh
+from .common import (GUEST_KIT, LAB_DIR, LAB_THREADS, PREFLIGHT, TIMINGS, WHERE_THREADS,
+                     LabError, sh)
 from .mounts import unmount_under
 
 # The guest's own: a kernel to boot and its headers (SystemTap's modules),
@@ -59,9 +62,10 @@ WHERE_CONFIGS = ["baseline", "ftrace-sdt", "bpftrace-sdt-count", "site-sdt-nop10
                  "stap-mark-empty", "ftrace-function"]
 
 
-def put_kit(rootfs, suite_dir):
+def put_kit(rootfs, suite_dir, timings=None):
     """The repository, with its builds, at /kit in the root file system
-    ROOTFS (make lab's guests; scripts/lava.py's image)."""
+    ROOTFS (make lab's guests; scripts/lava.py's image), with TIMINGS (the
+    files sizing the guest's runs; default: SUITE_DIR's own)."""
     dst = os.path.join(rootfs, GUEST_KIT.lstrip("/"))
     shutil.rmtree(dst, ignore_errors=True)
     # Not the host's timings.json: a guest sizes its runs by its own
@@ -70,8 +74,8 @@ def put_kit(rootfs, suite_dir):
                                   "stap-kernel", "perf-buildid", "*.pyc", "timings.json")
     shutil.copytree(ROOT, dst, ignore=skip, symlinks=True)
     os.makedirs(os.path.join(dst, "results"), exist_ok=True)
-    for t in glob.glob(os.path.join(suite_dir, TIMINGS.format("*"))):
-        shutil.copy(t, os.path.join(dst, "results"))
+    for t in glob.glob(os.path.join(suite_dir, TIMINGS.format("*"))) if timings is None else timings:
+        shutil.copy(t, os.path.join(dst, "results", os.path.basename(t)))
     os.makedirs(os.path.join(dst, "build", "lab-modules"), exist_ok=True)  # maybe none
     return dst
 
@@ -193,6 +197,35 @@ class Suite:
         self.runtime = "module"  # SystemTap's in the guest (STAP_RUNTIME)
         self.threads = WHERE_THREADS if getattr(args, "where", False) else LAB_THREADS
         self.plugin = None  # WHERE=1: (the plugin's .so, where it writes), guest/plugin.py
+        self.held = None  # the root file system's lock, while this lab holds it (hold)
+        self.fetched = []  # the folders fetch made (removed at the end: this lab's own)
+
+    # 0. the root file system's lock: two labs of one suite at once (make
+    # atlas: a kernel's lab and its WHERE=1 lab) take turns from building
+    # or checking the root file system to their images made from it
+    # (the kit, its modules and the init scripts are put in it meanwhile);
+    # their guests then run side by side, each on its own image
+    def hold(self):
+        if self.held:
+            return
+        os.makedirs(LAB_DIR, exist_ok=True)
+        f = open(os.path.join(LAB_DIR, f"{self.slug}.lock"), "a+")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"lab: {self.name}: another lab is preparing this suite's root file system; "
+                "waiting for it (its guests and this one's then run at once)")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX)
+            except BaseException:
+                f.close()
+                raise
+        self.held = f
+
+    def release(self):
+        if self.held:
+            self.held.close()  # (the file stays: removing it would race the next one's open)
+            self.held = None
 
     def configs(self):
         """The suite's configurations: LAB_CONFIGS, QUICK's, or every one
@@ -248,8 +281,9 @@ class Suite:
             if not os.listdir(self.dir):  # (a SUITE:KERNEL apt could not install)
                 os.rmdir(self.dir)
             raise
-        if os.path.exists(ok):
-            os.remove(ok)  # from here until the rename, no list names the folder
+        for old in (ok, os.path.join(self.dir, PREFLIGHT)):
+            if os.path.exists(old):  # the list: from here until the rename, none names the
+                os.remove(old)       # folder; the pre-flight's answers: the old one's
         unmount_under(self.rootfs)
         shutil.rmtree(self.rootfs, ignore_errors=True)
         os.rename(tmp, self.rootfs)
@@ -284,8 +318,39 @@ class Suite:
         return (rel, os.path.join(self.rootfs, "boot", f"vmlinuz-{rel}"),
                 os.path.join(self.rootfs, "boot", f"initrd.img-{rel}"))
 
+    def timings(self, unit):
+        """(the file sizing the guest's runs in UNIT, the suite it is from):
+        its own (LAB_DIR/SUITE/TIMINGS), else, on a kernel's first lab, that
+        of a guest with the same tools on another kernel (its own suite's
+        first, then the newest): the same programs and tracers, whose runs
+        it sizes to about MAX_RUN_S and whose configurations it shares
+        between the guests, so no cell needs a warm-up to size it; what it
+        measures is its own ((None, None): no such file, each cell warms up)."""
+        name = TIMINGS.format(unit)
+        own = os.path.join(self.dir, name)
+        if os.path.exists(own):
+            return own, self.name
+        kin = sorted(glob.glob(os.path.join(LAB_DIR, folder_name(self.userland) + "+*", name)),
+                     key=os.path.getmtime, reverse=True)
+        for t in [os.path.join(LAB_DIR, folder_name(self.userland), name), *kin]:
+            if os.path.exists(t):
+                return t, os.path.basename(os.path.dirname(t)).replace("+", ":")
+        return None, None
+
     def put_kit(self):
-        return put_kit(self.rootfs, self.dir)
+        """The kit in the root file system, with the timings that size its
+        runs in each unit (timings); {unit: the suite they are from} where
+        they are another kernel's."""
+        got = {u: self.timings(u) for u in record.UNITS}
+        if getattr(self.args, "where", False):  # its runs' size is fixed (WHERE_ITER)
+            got = {u: (p, self.name) for u, (p, _) in got.items() if p == os.path.join(
+                self.dir, TIMINGS.format(u))}
+        for u, (_, src) in got.items():
+            if src and src != self.name:
+                say(f"lab: {self.name}: its runs in {u} sized from {src}'s guest timings "
+                    "(this kernel's first lab here: no warm-up needed to size them)")
+        return put_kit(self.rootfs, self.dir, [p for p, _ in got.values() if p]), {
+            u: src for u, (_, src) in got.items() if src and src != self.name}
 
     # the guests' images, one each: the first made from the root file
     # system, the others copies of it (sparse)
@@ -306,5 +371,6 @@ class Suite:
                 subprocess.run(["e2fsck", "-E", "journal_only", "-y", img], stdout=f,
                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=600)
         dst = tempfile.mkdtemp(prefix="lab-fetch-", dir=self.dir)
+        self.fetched.append(dst)
         sh(["debugfs", "-R", f"rdump {GUEST_KIT}/results {dst}", img], self.log)
         return os.path.join(dst, "results")

@@ -16,6 +16,7 @@ its /proc and /dev mounted by the caller.
 
 Nothing to run: guest/modules.py calls it.
 """
+import concurrent.futures
 import glob
 import hashlib
 import os
@@ -94,19 +95,33 @@ def build(cfgs, rootfs, kit, rel, out, cache, log, timing, said):
     ver = version(rootfs)
     os.makedirs(out, exist_ok=True)
     here = os.path.join(rootfs, kit.lstrip("/"))  # where pass 4 leaves it, seen from here
+    todo = []
     for cfg in [c for c in cfgs if c.tracer == "stap" and not be.skip_reason(c)]:
         mod = stap.prebuilt_name(cfg) + ".ko"
         cached = cache_path(cache, cfg, be.cfg_flags(cfg), rel, ver)
         if os.path.exists(cached):  # the same script, flags, target and kernel
             shutil.copy(cached, os.path.join(out, mod))
-            continue
+        else:
+            todo.append((cfg, mod, cached))
+
+    def one(cfg):
         t0 = time.monotonic()
-        why = build_one(be, cfg, rootfs, kit, rel, log)
-        if why:  # that configuration's rows say why; the rest run
-            said(cfg, mod, why, time.monotonic() - t0)
-            continue
-        os.replace(os.path.join(here, mod), os.path.join(out, mod))
-        for old in glob.glob(os.path.join(cache, stap.prebuilt_name(cfg) + "-*.ko")):
-            os.unlink(old)
-        shutil.copy(os.path.join(out, mod), cached)
-        said(cfg, mod, None, time.monotonic() - t0)
+        return build_one(be, cfg, rootfs, kit, rel, log), time.monotonic() - t0
+    # One build at a time is one compiler on one CPU: as many at once as
+    # the host has CPUs (each its own module, its own stap temporary folder).
+    pool = concurrent.futures.ThreadPoolExecutor(max(1, min(len(todo), os.cpu_count() or 1)))
+    try:
+        done = [(cfg, mod, cached, pool.submit(one, cfg)) for cfg, mod, cached in todo]
+        for cfg, mod, cached, fut in done:
+            why, seconds = fut.result()
+            if why:  # that configuration's rows say why; the rest run
+                said(cfg, mod, why, seconds)
+                continue
+            os.replace(os.path.join(here, mod), os.path.join(out, mod))
+            for old in glob.glob(os.path.join(cache, stap.prebuilt_name(cfg) + "-*.ko")):
+                os.unlink(old)
+            shutil.copy(os.path.join(out, mod), cached)
+            said(cfg, mod, None, seconds)
+    finally:  # stopped: no new build starts, the running ones finish (each in its own
+        # process group, which the terminal's Ctrl-C does not reach) before the caller unmounts
+        pool.shutdown(wait=True, cancel_futures=True)

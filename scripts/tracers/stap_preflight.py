@@ -28,6 +28,7 @@ PREFLIGHT_CACHE = os.path.join(ROOT, "build", "stap-preflight.json")
 TARGET = "build/benchmark-sdt"  # what the scripts in stp/ probe
 # The mark probe's handler must do something: an empty probe is elided,
 # and with it the uprobes runtime whose compilation fails on some kernels.
+CANNOT = "cannot build modules for kernel"  # the pre-flight's answer when the compiler said no
 PREFLIGHT_SCRIPT = ('global kit_n probe begin { exit() } '
                     'probe process("%s").mark("single_trace") { kit_n <<< 1 }')
 
@@ -135,7 +136,7 @@ def preflight(tree, release, prefix=(), workdir=None, target=None, cache=True):
     try:
         code, out = host.run(cmd, timeout=LONG_TIMEOUT_S)
         why = None if code == 0 else (
-            f"SystemTap {ver} cannot build modules for kernel {release}: {first_error(out)}")
+            f"SystemTap {ver} {CANNOT} {release}: {first_error(out)}")
     except host.Timeout:
         why = f"SystemTap {ver} did not build a module for kernel {release} in {LONG_TIMEOUT_S} s"
     finally:
