@@ -184,7 +184,7 @@ def wait_kits(procs, between=None):
             if between and k < len(procs) - 1:
                 between(started[-1])
         return [p.wait() for p in started]
-    except KeyboardInterrupt:
+    except BaseException:  # Ctrl-C, or anything else: no lab is left unwatched
         with host.deferred():
             for p in started:
                 if p.poll() is None:
@@ -211,10 +211,11 @@ def locked(path):
         st = os.stat(path)
     except OSError:
         return False
-    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    with open("/proc/locks") as f:  # "1: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF"
-        return any(len(w) > 5 and w[1] == "FLOCK" and w[5] == dev
-                   for w in (ln.split() for ln in f))  # (a waiter's line has "->" in w[1])
+    # "1: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF" (a waiter's line has
+    # "->" in w[1]); by inode alone: btrfs and overlayfs show stat another device
+    with open("/proc/locks") as f:
+        return any(len(w) > 5 and w[1] == "FLOCK" and w[5].rsplit(":", 1)[-1] == str(st.st_ino)
+                   for w in (ln.split() for ln in f))
 
 
 def measure_host(args, base, host_dir):

@@ -249,7 +249,7 @@ def main(argv=None):
     folders = []
     with host.stoppable():
         try:
-            host.lock("lab")  # one kit at a time (two labs would delete each other's images)
+            host.lock("lab")  # one kit at a time (make atlas's two labs of a kernel: under its lock)
             need_host_tools(args.no_install)
             if not host.make_all("lab"):
                 return 1

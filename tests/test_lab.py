@@ -244,7 +244,8 @@ class TwoLabs(unittest.TestCase):
         built = []
         answers = iter(["SystemTap 5.6 cannot build modules for kernel 6.1.0-kit: error: x",
                         None, "SystemTap 5.6 did not build a module for kernel 6.1.0-kit in 1 s",
-                        None])
+                        None, "SystemTap ? cannot build modules for kernel 6.3.0-kit: sh: 1: "
+                        "stap: not found", None])
 
         def build(*_):
             built.append(1)
@@ -262,9 +263,37 @@ class TwoLabs(unittest.TestCase):
             self.assertEqual(len(built), 2)
             self.assertIn("did not build", guest_modules.preflight(s, "6.2.0-kit"))
             self.assertIsNone(guest_modules.preflight(s, "6.2.0-kit"))  # the time-out not kept
-            self.assertEqual(len(built), 4)
+            self.assertIn("not found", guest_modules.preflight(s, "6.3.0-kit"))
+            self.assertIsNone(guest_modules.preflight(s, "6.3.0-kit"))  # nor a missing stap
+            self.assertEqual(len(built), 6)
         finally:
             guest_modules.stap_build.preflight, guest_modules.Mounts = real
+
+    def test_a_stop_stops_the_module_builds(self):
+        """Ctrl-C while modules build in the pool: the builds running (each
+        in a process group of its own, which no signal of the terminal
+        reaches) are stopped at once, none is left, and the stop goes on."""
+        from tracers import stap_build
+        cfgs = [c for c in configs.CONFIGS if c.tracer == "stap"][:3]
+        real = stap_build.build_one, stap_build.version
+
+        def slow(*_):
+            host.run(["sleep", "60"], group=True)
+            return "stopped"
+        stap_build.build_one, stap_build.version = slow, lambda _: "?"
+        timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+        t0 = time.monotonic()
+        try:
+            timer.start()
+            with self.assertRaises(KeyboardInterrupt):
+                stap_build.build(cfgs, self.tmp, "/kit", "6.1.0-kit", os.path.join(self.tmp, "out"),
+                                 os.path.join(self.tmp, "cache"), os.path.join(self.tmp, "log"),
+                                 False, lambda *a: None)
+        finally:
+            timer.cancel()
+            stap_build.build_one, stap_build.version = real
+        self.assertLess(time.monotonic() - t0, 30)
+        self.assertEqual(stap_build.own_children(), [])
 
     def test_folders_told_apart(self):
         """Started in the same second, the lab's and the WHERE=1 lab's

@@ -39,7 +39,8 @@ def preflight(suite, rel):
             target = hashlib.sha256(f.read()).hexdigest()[:16]
     except OSError:
         target = "none"  # (not built: the pre-flight says so, each time)
-    key = f"{rel} {version(suite)} {target}"
+    script = hashlib.sha256(stap_preflight.PREFLIGHT_SCRIPT.encode()).hexdigest()[:8]
+    key = f"{rel} {version(suite)} {target} {script}"
     path = os.path.join(suite.dir, PREFLIGHT)
     known = plan.load(path)
     if key in known:
@@ -51,7 +52,10 @@ def preflight(suite, rel):
                 work, suite.rootfs), GUEST_KIT)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if target != "none" and (why is None or stap_preflight.CANNOT in why):  # not a time-out
+    # kept: a module built, or the compiler's own no (not a time-out, a
+    # missing stap, a full disk: asked again next time)
+    if target != "none" and (why is None or (stap_preflight.CANNOT in why
+                                             and "error:" in why)):
         host.write_json(path, dict(known, **{key: why}), indent=1)
     return why
 

@@ -188,6 +188,8 @@ def boot_guests(suite, limit, args, state):
         state["kvm"] = False
         say(f"lab: KVM is not usable here ({why}): using TCG")
     if args.accel in ("auto", "kvm") and state.get("kvm") is not False:
+        # (under KVM the suite's lock is held to the end: its times are
+        # times, so another lab of the suite waits for it: Suite.hold)
         why = try_kvm(suite, limit, state)
         if why is None:
             return [suite.whole]

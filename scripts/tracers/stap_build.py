@@ -21,6 +21,7 @@ import glob
 import hashlib
 import os
 import shutil
+import signal
 import time
 
 import host
@@ -122,6 +123,30 @@ def build(cfgs, rootfs, kit, rel, out, cache, log, timing, said):
                 os.unlink(old)
             shutil.copy(os.path.join(out, mod), cached)
             said(cfg, mod, None, seconds)
-    finally:  # stopped: no new build starts, the running ones finish (each in its own
-        # process group, which the terminal's Ctrl-C does not reach) before the caller unmounts
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:  # stopped: no new build starts, and the running ones (each in a
+        # process group of its own, which the terminal's Ctrl-C does not reach, started by a
+        # thread that no signal reaches) are stopped here, before the caller unmounts
+        pool.shutdown(wait=False, cancel_futures=True)
+        for pid in own_children():
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except OSError:
+                pass
+        raise
+    finally:
+        pool.shutdown(wait=True)
+
+
+def own_children():
+    """The pids of this process's children (the builds the pool started:
+    host.run's group=True makes each the leader of its own group)."""
+    me, got = str(os.getpid()), []
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[1] == me:  # (after the command's name: state, ppid)
+            got.append(int(d))
+    return got
