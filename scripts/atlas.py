@@ -172,15 +172,15 @@ def start_kit(cmd, env):
 
 def wait_kits(procs, between=None):
     """The exit statuses of the kit's children PROCS (lab.py, run.py: a
-    list of started processes, or of functions starting one), under this
-    one's lock; BETWEEN(proc) waits after each started but the last.
+    list of functions, each starting one), under this one's lock;
+    BETWEEN(proc) waits after each started but the last.
     Stopped (Ctrl-C, SIGTERM, SIGHUP), each child is told as well and
     waited for: its own stop paths unmount, power off and remove what it
     started (subprocess.run would SIGKILL it, leaving mmdebstrap's mounts)."""
     started = []
     try:
         for k, p in enumerate(procs):
-            started.append(p() if callable(p) else p)
+            started.append(p())
             if between and k < len(procs) - 1:
                 between(started[-1])
         return [p.wait() for p in started]
@@ -222,9 +222,9 @@ def measure_host(args, base, host_dir):
     """The host's make run over the lab's configurations, THREADS=1..2, in
     ns, taken as HOST_DIR; False if it wrote no folder."""
     before = set(os.listdir(args.results))
-    rc, = wait_kits([start_kit([RUN, "--results", args.results, "--no-report"],
-                               dict(base, THREADS=",".join(map(str, LAB_THREADS)),
-                                    CONFIGS=",".join(lab_configs())))])
+    rc, = wait_kits([functools.partial(start_kit, [RUN, "--results", args.results, "--no-report"],
+                                       dict(base, THREADS=",".join(map(str, LAB_THREADS)),
+                                            CONFIGS=",".join(lab_configs())))])
     d = newest(args.results, "", before)
     if d and has_runs(d):
         take(d, host_dir)

@@ -330,6 +330,8 @@ class Suite:
         own = os.path.join(self.dir, name)
         if os.path.exists(own):
             return own, self.name
+        if getattr(self.args, "where", False):  # WHERE=1: its runs' size is fixed (WHERE_ITER)
+            return None, None
         kin = sorted(glob.glob(os.path.join(LAB_DIR, folder_name(self.userland) + "+*", name)),
                      key=os.path.getmtime, reverse=True)
         for t in [os.path.join(LAB_DIR, folder_name(self.userland), name), *kin]:
@@ -342,15 +344,11 @@ class Suite:
         runs in each unit (timings); {unit: the suite they are from} where
         they are another kernel's."""
         got = {u: self.timings(u) for u in record.UNITS}
-        if getattr(self.args, "where", False):  # its runs' size is fixed (WHERE_ITER)
-            got = {u: (p, self.name) for u, (p, _) in got.items() if p == os.path.join(
-                self.dir, TIMINGS.format(u))}
-        for u, (_, src) in got.items():
-            if src and src != self.name:
-                say(f"lab: {self.name}: its runs in {u} sized from {src}'s guest timings "
-                    "(this kernel's first lab here: no warm-up needed to size them)")
-        return put_kit(self.rootfs, self.dir, [p for p, _ in got.values() if p]), {
-            u: src for u, (_, src) in got.items() if src and src != self.name}
+        borrowed = {u: src for u, (_, src) in got.items() if src and src != self.name}
+        for u, src in borrowed.items():
+            say(f"lab: {self.name}: its runs in {u} sized from {src}'s guest timings "
+                "(this kernel's first lab here: no warm-up needed to size them)")
+        return put_kit(self.rootfs, self.dir, [p for p, _ in got.values() if p]), borrowed
 
     # the guests' images, one each: the first made from the root file
     # system, the others copies of it (sparse)

@@ -140,13 +140,5 @@ def build(cfgs, rootfs, kit, rel, out, cache, log, timing, said):
 def own_children():
     """The pids of this process's children (the builds the pool started:
     host.run's group=True makes each the leader of its own group)."""
-    me, got = str(os.getpid()), []
-    for d in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        if stat.rsplit(")", 1)[1].split()[1] == me:  # (after the command's name: state, ppid)
-            got.append(int(d))
-    return got
+    me = str(os.getpid())
+    return [pid for pid in host.pids() if (st := host.proc_stat(pid)) and st[1][1] == me]
