@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -208,6 +209,55 @@ def default_signals():
         signal.signal(s, signal.SIG_DFL)
 
 
+_started = threading.local()  # .into: the set started() gave this thread, or None
+
+
+@contextlib.contextmanager
+def started(procs):
+    """Within it, each command this thread starts with run() is in PROCS
+    (a set of Popen) from its start until it is reaped: the pids a caller
+    may stop from another thread, knowing they are its own (never a
+    child it did not start, which a subreaper, say, also has)."""
+    _started.into = procs
+    try:
+        yield procs
+    finally:
+        _started.into = None
+
+
+@contextlib.contextmanager
+def tracked(p):
+    """Within it, the Popen P (just started by this thread) is in the set
+    started() gave this thread, if any: run() and the kit's other runners
+    wrap their wait in it."""
+    into = getattr(_started, "into", None)
+    if into is not None:
+        into.add(p)
+    try:
+        yield
+    finally:
+        if into is not None:
+            into.discard(p)
+
+
+def stop_started(procs, grace=TOOL_GRACE_S):
+    """Stops the commands in PROCS (a set started() filled; other threads
+    wait for them): SIGTERM to each one's process group, SIGKILL to those
+    still there after GRACE seconds.  Returns once every one is gone."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, STOP_GRACE_S)):
+        for p in list(procs):
+            if p.returncode is None:  # not reaped: its pid is still its own
+                try:
+                    os.killpg(p.pid, sig)
+                except OSError:
+                    pass
+        end = time.monotonic() + wait
+        while procs and time.monotonic() < end:
+            time.sleep(POLL_S)
+        if not procs:
+            return
+
+
 def run(cmd, timeout=None, log=None, env=None, cwd=None, group=False, capture=True,
         stdin=subprocess.DEVNULL, stderr=True, whole=False, grace=None):
     """Runs CMD (a list, never a shell string) and returns (exit status,
@@ -232,6 +282,12 @@ def run(cmd, timeout=None, log=None, env=None, cwd=None, group=False, capture=Tr
     p = subprocess.Popen(cmd, stdout=out, stderr=err,
                          text=True, errors="replace", stdin=stdin, env=env, cwd=cwd,
                          start_new_session=group, preexec_fn=default_signals)
+    with tracked(p):
+        return _wait(p, cmd, timeout, log, group, capture, grace)
+
+
+def _wait(p, cmd, timeout, log, group, capture, grace):
+    """run()'s wait for P, its output and its log."""
     timed_out = False
     try:
         text, _ = p.communicate(timeout=timeout)

@@ -272,14 +272,18 @@ class TwoLabs(unittest.TestCase):
     def test_a_stop_stops_the_module_builds(self):
         """Ctrl-C while modules build in the pool: the builds running (each
         in a process group of its own, which no signal of the terminal
-        reaches) are stopped at once, none is left, and the stop goes on."""
+        reaches) are stopped at once, none is left, and the stop goes on;
+        a child of this process the builds did not start (the suite is a
+        subreaper: it has many) is left alone."""
         from tracers import stap_build
         cfgs = [c for c in configs.CONFIGS if c.tracer == "stap"][:3]
         real = stap_build.build_one, stap_build.version
+        started = os.path.join(self.tmp, "started")
 
         def slow(*_):
-            host.run(["sleep", "60"], group=True)
+            host.run(["sh", "-c", 'echo $$ >> "$0"; exec sleep 60', started], group=True)
             return "stopped"
+        bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
         stap_build.build_one, stap_build.version = slow, lambda _: "?"
         timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
         t0 = time.monotonic()
@@ -289,11 +293,37 @@ class TwoLabs(unittest.TestCase):
                 stap_build.build(cfgs, self.tmp, "/kit", "6.1.0-kit", os.path.join(self.tmp, "out"),
                                  os.path.join(self.tmp, "cache"), os.path.join(self.tmp, "log"),
                                  False, lambda *a: None)
+            self.assertLess(time.monotonic() - t0, 30)
+            self.assertIsNone(bystander.poll())
         finally:
             timer.cancel()
             stap_build.build_one, stap_build.version = real
+            bystander.kill()
+            bystander.wait()
+        with open(started) as f:
+            pids = [int(line) for line in f]
+        self.assertEqual(len(pids), min(len(cfgs), os.cpu_count() or 1))
+        self.assertEqual([p for p in pids if (st := host.proc_stat(p)) and st[1][0] != "Z"], [])
+
+    def test_a_stop_stops_a_build_on_a_terminal(self):
+        """Ctrl-C while a module with a hit report builds on a pseudo-
+        terminal (a session of its own, which no signal of the terminal
+        reaches): the build is stopped, not waited for, and the stop goes
+        on."""
+        from tracers import stap_preflight
+        started = os.path.join(self.tmp, "started")
+        timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+        t0 = time.monotonic()
+        try:
+            timer.start()
+            with self.assertRaises(KeyboardInterrupt):
+                stap_preflight.on_a_tty(["sh", "-c", 'echo $$ > "$0"; exec sleep 60', started],
+                                        os.path.join(self.tmp, "log"), 120)
+        finally:
+            timer.cancel()
         self.assertLess(time.monotonic() - t0, 30)
-        self.assertEqual(stap_build.own_children(), [])
+        with open(started) as f:
+            self.assertIsNone(host.proc_stat(int(f.read())))
 
     def test_folders_told_apart(self):
         """Started in the same second, the lab's and the WHERE=1 lab's

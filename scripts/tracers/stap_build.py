@@ -21,7 +21,6 @@ import glob
 import hashlib
 import os
 import shutil
-import signal
 import time
 
 import host
@@ -105,9 +104,12 @@ def build(cfgs, rootfs, kit, rel, out, cache, log, timing, said):
         else:
             todo.append((cfg, mod, cached))
 
+    running = set()  # the builds' commands, while they run (host.started)
+
     def one(cfg):
         t0 = time.monotonic()
-        return build_one(be, cfg, rootfs, kit, rel, log), time.monotonic() - t0
+        with host.started(running):
+            return build_one(be, cfg, rootfs, kit, rel, log), time.monotonic() - t0
     # One build at a time is one compiler on one CPU: as many at once as
     # the host has CPUs (each its own module, its own stap temporary folder).
     pool = concurrent.futures.ThreadPoolExecutor(max(1, min(len(todo), os.cpu_count() or 1)))
@@ -127,18 +129,8 @@ def build(cfgs, rootfs, kit, rel, out, cache, log, timing, said):
         # process group of its own, which the terminal's Ctrl-C does not reach, started by a
         # thread that no signal reaches) are stopped here, before the caller unmounts
         pool.shutdown(wait=False, cancel_futures=True)
-        for pid in own_children():
-            try:
-                os.killpg(pid, signal.SIGTERM)
-            except OSError:
-                pass
+        host.stop_started(running)
         raise
     finally:
         pool.shutdown(wait=True)
 
-
-def own_children():
-    """The pids of this process's children (the builds the pool started:
-    host.run's group=True makes each the leader of its own group)."""
-    me = str(os.getpid())
-    return [pid for pid in host.pids() if (st := host.proc_stat(pid)) and st[1][1] == me]

@@ -80,6 +80,12 @@ def on_a_tty(cmd, log, timeout, cwd=None):
                              cwd=cwd, start_new_session=True)
     finally:
         os.close(slave)
+    with host.tracked(p):
+        return _read(p, cmd, master, log, timeout)
+
+
+def _read(p, cmd, master, log, timeout):
+    """on_a_tty's wait for P, reading its terminal MASTER."""
     out, deadline = [], time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
@@ -93,6 +99,9 @@ def on_a_tty(cmd, log, timeout, cwd=None):
                 out.append(data)
         else:  # the whole session: chroot, sh, stap and its compilers
             os.killpg(p.pid, signal.SIGKILL)
+    except BaseException:  # stopped: its session too, which no terminal's signal reaches
+        host.stop(p, True, host.TOOL_GRACE_S)
+        raise
     finally:
         os.close(master)
         rc = p.wait()
