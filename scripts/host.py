@@ -209,30 +209,76 @@ def default_signals():
         signal.signal(s, signal.SIG_DFL)
 
 
-_started = threading.local()  # .into: the set started() gave this thread, or None
+_started = threading.local()  # .into: the Started that started() gave this thread, or None
+
+
+class Started:
+    """The commands some threads started (started(), tracked()) and still
+    wait for: those a stop from another thread may end, knowing they are
+    its own (never a child it did not start, which a subreaper, say, also
+    has).  Once stopping, a command started late is signalled as it starts."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.procs = {}  # Popen: whether it leads a process group of its own
+        self.stopping = None  # the signal last sent to all
+
+    def add(self, p, group):
+        with self.lock:
+            self.procs[p] = group
+            if self.stopping:
+                self.signal(p, group, self.stopping)
+
+    def discard(self, p):
+        with self.lock:
+            self.procs.pop(p, None)
+
+    def signal_all(self, sig):
+        """SIG to every command here and to each one started from now on."""
+        with self.lock:
+            self.stopping = sig
+            for p, group in self.procs.items():
+                self.signal(p, group, sig)
+
+    def __len__(self):
+        with self.lock:
+            return len(self.procs)
+
+    @staticmethod
+    def signal(p, group, sig):
+        # Not reaped yet (its thread's wait sets returncode): its pid, and so its group's, is
+        # still its own; it could only be reaped and the pid taken again in between.
+        if p.returncode is None:
+            try:
+                if group:
+                    os.killpg(p.pid, sig)
+                else:
+                    os.kill(p.pid, sig)
+            except OSError:
+                pass
 
 
 @contextlib.contextmanager
-def started(procs):
-    """Within it, each command this thread starts with run() is in PROCS
-    (a set of Popen) from its start until it is reaped: the pids a caller
-    may stop from another thread, knowing they are its own (never a
-    child it did not start, which a subreaper, say, also has)."""
-    _started.into = procs
+def started(into):
+    """Within it, each command this thread starts with run() or
+    tracers.stap_preflight.on_a_tty() is in INTO (a Started) from just
+    after it starts until its wait there returns."""
+    before = getattr(_started, "into", None)
+    _started.into = into
     try:
-        yield procs
+        yield into
     finally:
-        _started.into = None
+        _started.into = before
 
 
 @contextlib.contextmanager
-def tracked(p):
-    """Within it, the Popen P (just started by this thread) is in the set
-    started() gave this thread, if any: run() and the kit's other runners
-    wrap their wait in it."""
+def tracked(p, group=True):
+    """Within it, the Popen P, just started by this thread (GROUP: in a
+    process group of its own), is in the Started that started() gave this
+    thread, if any; run() and stap_preflight.on_a_tty() wait in it."""
     into = getattr(_started, "into", None)
     if into is not None:
-        into.add(p)
+        into.add(p, group)
     try:
         yield
     finally:
@@ -240,21 +286,15 @@ def tracked(p):
             into.discard(p)
 
 
-def stop_started(procs, grace=TOOL_GRACE_S):
-    """Stops the commands in PROCS (a set started() filled; other threads
-    wait for them): SIGTERM to each one's process group, SIGKILL to those
-    still there after GRACE seconds.  Returns once every one is gone."""
+def stop_started(into, grace=TOOL_GRACE_S):
+    """Stops the commands in INTO (a Started; other threads wait for
+    them), and those started there from now on: SIGTERM to each one
+    (its process group where it has one), SIGKILL to those still there
+    after GRACE seconds.  Returns when every one's wait has returned, or
+    STOP_GRACE_S after the SIGKILL."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, STOP_GRACE_S)):
-        for p in list(procs):
-            if p.returncode is None:  # not reaped: its pid is still its own
-                try:
-                    os.killpg(p.pid, sig)
-                except OSError:
-                    pass
-        end = time.monotonic() + wait
-        while procs and time.monotonic() < end:
-            time.sleep(POLL_S)
-        if not procs:
+        into.signal_all(sig)
+        if wait_for(lambda: not len(into), wait):
             return
 
 
@@ -282,7 +322,7 @@ def run(cmd, timeout=None, log=None, env=None, cwd=None, group=False, capture=Tr
     p = subprocess.Popen(cmd, stdout=out, stderr=err,
                          text=True, errors="replace", stdin=stdin, env=env, cwd=cwd,
                          start_new_session=group, preexec_fn=default_signals)
-    with tracked(p):
+    with tracked(p, group):
         return _wait(p, cmd, timeout, log, group, capture, grace)
 
 
@@ -411,10 +451,10 @@ def stop_tree(p, grace=STOP_GRACE_S):
     not signalled and is let finish), then SIGKILL, after GRACE seconds, to
     those of them still in P's group and still the same processes (their
     start time); P reaped."""
-    def started(pid):
+    def start_time(pid):
         st = proc_stat(pid)
         return st[1][19] if st and st[1][0] != "Z" else None
-    tree = {pid: started(pid) for pid in below(p.pid)}
+    tree = {pid: start_time(pid) for pid in below(p.pid)}
     try:
         os.killpg(p.pid, signal.SIGTERM)
     except ProcessLookupError:
@@ -423,11 +463,11 @@ def stop_tree(p, grace=STOP_GRACE_S):
     def gone():
         p.poll()
         return p.returncode is not None and not any(
-            started(x) == t for x, t in tree.items() if t is not None)
+            start_time(x) == t for x, t in tree.items() if t is not None)
     if not wait_for(gone, grace):
         for pid, t in tree.items():
             st = proc_stat(pid)
-            if t is not None and started(pid) == t and st and int(st[1][2]) == p.pid:
+            if t is not None and start_time(pid) == t and st and int(st[1][2]) == p.pid:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:

@@ -104,7 +104,7 @@ def build(cfgs, rootfs, kit, rel, out, cache, log, timing, said):
         else:
             todo.append((cfg, mod, cached))
 
-    running = set()  # the builds' commands, while they run (host.started)
+    running = host.Started()  # the builds' commands, while they run
 
     def one(cfg):
         t0 = time.monotonic()
@@ -129,6 +129,8 @@ def build(cfgs, rootfs, kit, rel, out, cache, log, timing, said):
         # process group of its own, which the terminal's Ctrl-C does not reach, started by a
         # thread that no signal reaches) are stopped here, before the caller unmounts
         pool.shutdown(wait=False, cancel_futures=True)
+        if len(running):
+            host.say(f"stopping the {len(running)} module build(s) running")
         host.stop_started(running)
         raise
     finally:

@@ -73,7 +73,10 @@ def on_a_tty(cmd, log, timeout, cwd=None):
     """Runs CMD with stdout and stderr on a pseudo-terminal, its output
     appended to LOG: stap builds a module's hit report only where its
     stdout is a terminal.  Returns (exit status, output); a command still
-    running at TIMEOUT seconds is killed (status None)."""
+    running at TIMEOUT seconds is killed (status None).  Stopped while it
+    waits (Ctrl-C, a signal): SIGTERM to CMD's process group, SIGKILL
+    after TOOL_GRACE_S, and the stop goes on (CMD is in a session of its
+    own, which no terminal's signal reaches)."""
     master, slave = pty.openpty()
     try:
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
@@ -97,9 +100,9 @@ def _read(p, cmd, master, log, timeout):
                 if not data:
                     break
                 out.append(data)
-        else:  # the whole session: chroot, sh, stap and its compilers
+        else:  # its process group: chroot, sh, stap and its compilers
             os.killpg(p.pid, signal.SIGKILL)
-    except BaseException:  # stopped: its session too, which no terminal's signal reaches
+    except BaseException:  # stopped: its process group too
         host.stop(p, True, host.TOOL_GRACE_S)
         raise
     finally:
