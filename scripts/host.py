@@ -244,6 +244,17 @@ class Started:
         with self.lock:
             return len(self.procs)
 
+    def stop(self, grace=TOOL_GRACE_S):
+        """Stops the commands here (other threads wait for them), and
+        those started here from now on: SIGTERM to each one (its process
+        group where it has one), SIGKILL to those still there after GRACE
+        seconds.  Returns when every one's wait has returned, or
+        STOP_GRACE_S after the SIGKILL."""
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, STOP_GRACE_S)):
+            self.signal_all(sig)
+            if wait_for(lambda: not len(self), wait):
+                return
+
     @staticmethod
     def signal(p, group, sig):
         # Not reaped yet (its thread's wait sets returncode): its pid, and so its group's, is
@@ -284,18 +295,6 @@ def tracked(p, group=True):
     finally:
         if into is not None:
             into.discard(p)
-
-
-def stop_started(into, grace=TOOL_GRACE_S):
-    """Stops the commands in INTO (a Started; other threads wait for
-    them), and those started there from now on: SIGTERM to each one
-    (its process group where it has one), SIGKILL to those still there
-    after GRACE seconds.  Returns when every one's wait has returned, or
-    STOP_GRACE_S after the SIGKILL."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, STOP_GRACE_S)):
-        into.signal_all(sig)
-        if wait_for(lambda: not len(into), wait):
-            return
 
 
 def run(cmd, timeout=None, log=None, env=None, cwd=None, group=False, capture=True,

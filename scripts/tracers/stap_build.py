@@ -131,7 +131,7 @@ def build(cfgs, rootfs, kit, rel, out, cache, log, timing, said):
         pool.shutdown(wait=False, cancel_futures=True)
         if len(running):
             host.say(f"stopping the {len(running)} module build(s) running")
-        host.stop_started(running)
+        running.stop()
         raise
     finally:
         pool.shutdown(wait=True)
