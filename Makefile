@@ -69,7 +69,14 @@ $(foreach k,$(MISSING_KINDS),$(info make: skipping the $(strip $(foreach b,$(BUI
 	$(if $(filter $(k),$(call KIND,$(b))),$(b)))) build(s): no $(WHAT.$(k)) (Debian package $(PACKAGE.$(k)))))
 endif
 
-all: $(addprefix build/benchmark-,$(WANT)) build/memlock-shim.so build/raw-loop
+# The C++ example (build/throw) where a C++ compiler is here.
+HAVE.cxx := $(shell command -v $(CXX))
+ifeq ($(filter $(QUIET_GOALS),$(MAKECMDGOALS))$(HAVE.cxx),)
+$(info make: skipping build/throw (the C++ example): no $(CXX) (Debian package g++))
+endif
+
+all: $(addprefix build/benchmark-,$(WANT)) build/memlock-shim.so build/raw-loop \
+	$(if $(HAVE.cxx),build/throw)
 
 list:
 	@$(call rows,{ printf "%-21s %s\n"$(comma) $$1$(comma) $$7 })
@@ -132,6 +139,12 @@ build/libkit-bystander.so: src/kitlib.c src/kitlib.h | build
 build/memlock-shim.so: src/memlock_shim.c | build
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS) $(WARN) -shared -fPIC $< -o $@ -ldl
+
+# A program of someone else's library to trace (docs/real-programs.md):
+# throws and catches N exceptions, each passing libstdc++'s libstdcxx:throw.
+build/throw: src/examples/throw.cc | build
+	@$(if $(Q),echo "  CXX     $@")
+	$(Q)$(CXX) $(CFLAGS) $(WARN) $< -o $@
 
 # The floor the baseline is held to (bench/floor.py): a raw loop.
 build/raw-loop: bench/raw_loop.c | build

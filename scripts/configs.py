@@ -102,12 +102,20 @@ C = Config
 # The tracers that probe a real program by path, every process mapping it
 # (the postgres-* and user-* rows): (tracer, mode, how, in words).
 BY_PATH = (("ftrace", "", "uprobe_events probe"), ("bpftrace", "", "bpftrace usdt { count }"),
-           ("perf", "stat", "perf stat -a"))
+           ("perf", "stat", "perf stat -a"),
+           ("stap", "", "stap process(PATH).mark(NAME) { count }"))
+STAP_BY_PATH = "stp/mark-by-path.stp"  # the stap rows' script, by path
 # The configuration every other is measured against (the first row).
 BASELINE = "baseline"
 PYTHON_BASELINE = "python-untraced"  # the python-* rows' own
 PG_BASELINE = "postgres-untraced"  # the postgres-* rows' own
 USER_BASELINE = "user-untraced"  # the user-* rows' own
+
+
+def by_path_stap(tracer, semaphores):
+    """A by-path row's stap fields: its script and the SEMAPHORES the
+    runner raises (SystemTap's bpf runtime raises none), or none."""
+    return dict(script=STAP_BY_PATH, semaphores=semaphores) if tracer == "stap" else {}
 CONFIGS = [
     # Baselines first: nothing attached.  `baseline` is what every other
     # row is measured against; the idle-* rows are each build's own cost
@@ -129,11 +137,14 @@ CONFIGS = [
     C("ftrace-sdt-nop5", "sdt-nop5", "ftrace", "marker", "record",
       description="uprobe on the 5-byte nop marker (optimised on Linux >= 6.18)"),
 
-    # perf probe on the SDT marker.
+    # perf on the SDT marker: the uprobe perf probe makes, under the run's
+    # name (tracers/perf.py).
     C("perf-stat-sdt", "sdt", "perf", "marker", "count", "stat",
-      description="perf probe + perf stat -e (counted in the kernel)"),
+      description="perf's uprobe on the marker, under the run's name, + perf stat -e "
+                  "(counted in the kernel)"),
     C("perf-record-sdt", "sdt", "perf", "marker", "record", "record",
-      description="perf probe + perf record -e (every event to perf.data)"),
+      description="perf's uprobe on the marker, under the run's name, + perf record -e "
+                  "(every event to perf.data)"),
 
     # bpftrace, counting only or storing a timestamp and the argument.
     C("bpftrace-function-count", "plain", "bpftrace", "function", "count",
@@ -207,7 +218,7 @@ CONFIGS = [
       for site in SITES
       for t, mode, what in (("ftrace", "", "uprobe_events probe"),
                             ("bpftrace", "", "usdt { count }"),
-                            ("perf", "stat", "perf probe + perf stat"))],
+                            ("perf", "stat", "perf's uprobe + perf stat"))],
     *[C(f"site-{site}-ftrace", f"{site}-canary", "ftrace", "marker", "count",
         description=f"uprobe_events probe on the {site} site (its 10-byte nop across a 4 KiB "
         "page), red-zone canary checked")
@@ -256,8 +267,8 @@ CONFIGS = [
     C("python-perf-entry", "python", "perf", "marker-semaphore", "count", "stat",
       workload="python", marker="function__entry", baseline=PYTHON_BASELINE,
       attach="running", semaphores=("line",),
-      description="perf probe sdt_python:function__entry, perf stat -p PID; line's semaphore "
-                  "raised through /proc/PID/mem"),
+      description="perf's uprobe at python:function__entry (its reference counter) under the "
+                  "run's name, perf stat -p PID; line's semaphore raised through /proc/PID/mem"),
     # function__return: each call's return, and past the gate one more a
     # thread (its work() returning) and the main module's at exit
     # (calls.py's "fired").  Not in the default run (its 5 minutes).
@@ -301,23 +312,46 @@ CONFIGS = [
       description="PostgreSQL 15, pgbench -M simple, THREADS clients x ITER transactions"),
     *[C(f"postgres-{t}-{what}", "postgres", t, "marker-semaphore", "count", mode,
         workload="postgres", marker=marker, baseline=PG_BASELINE, attach="running",
-        default=False, description=f"{how} on postgresql:{marker}, every backend")
+        default=False, description=f"{how} on postgresql:{marker}, every backend"
+        + ("; its semaphore raised in the postmaster, whose backends inherit it"
+           if t == "stap" else ""),
+        **by_path_stap(t, (marker,)))
       for what, marker in (("query", "query__start"), ("lwlock", "lwlock__acquire"))
       for t, mode, how in BY_PATH],
 
     # A user's program (make run TARGET=... PROBE=provider:name WORKLOAD='...'):
     # the marker is PROBE's (workloads.set_user), probed by path, its
-    # semaphore raised where it has one; the command keeps no count, so the
-    # tracers' counts are unverified.  Only where TARGET is given.
+    # semaphore raised where it has one (SystemTap's bpf runtime raises none:
+    # user-stap is skipped where PROBE has one); the command keeps no count,
+    # so each tracer's count is checked against witnesses
+    # (measure/witness.py).  Only where TARGET is given.
     C(USER_BASELINE, "user", "none", workload="user", marker="", baseline=USER_BASELINE,
       attach="running", default=False, description="your WORKLOAD, nothing attached"),
     *[C(f"user-{t}", "user", t, "marker-semaphore", "count", mode, workload="user", marker="",
         baseline=USER_BASELINE, attach="running", default=False,
-        description=f"{how} on your PROBE, every process mapping TARGET")
+        description=f"{how} on your PROBE, every process mapping TARGET",
+        **by_path_stap(t, ()))
       for t, mode, how in BY_PATH],
 ]
 
 BY_NAME = {c.name: c for c in CONFIGS}
+
+# Each tracer's twin in the tight loop: the configuration whose probe is of
+# the same kind as that tracer's rows on a real program, so that its cost
+# per event times the events a call predicts a real row's cost a call
+# (predict.py).  Each is on the kit's plain SDT marker (the sdt build) at
+# sys/sdt.h's 1-byte nop, the site a packaged program's markers have too
+# (not sdt-nop5's, which a kernel may optimise; not sdt-guarded's: the
+# loop's guard is a load and a branch, while what a program computes for a
+# raised semaphore is its own, priced by its own no-probe row,
+# python-semaphores); and each does what its real rows do: ftrace records
+# each event into its ring buffer (not ftrace-function: a function's
+# entry, not a marker), bpftrace counts (not -store; python-bpftrace-empty's
+# empty probe does a little less), perf stat counts in the kernel (not perf
+# record: nothing written), stap counts in an empty handler (not the 2011
+# printf rows).
+LOOP_TWIN = {"ftrace": "ftrace-sdt", "bpftrace": "bpftrace-sdt-count",
+             "perf": "perf-stat-sdt", "stap": "stap-mark-empty"}
 
 
 def is_baseline(name):

@@ -66,6 +66,9 @@ REQUIRED = ["config", "threads", "iterations", "rep", "status", "thread_wall_ns"
 # Every status a row can have, and what it means; the order is the report's.
 STATUSES = {
     "ok": "the tracer saw exactly the events expected",
+    "agreed": "the program keeps no count, and the tracer's equals an independent witness's "
+              "exactly: the kernel's hit counter in the same run, or every other tracer's "
+              "count of the same command (the reason names it)",
     "dropped": "the tracer said it lost events (its own drop counter), and what it saw and "
                "lost add up to every event: it did not keep up",
     "overwritten": "a flight recorder whose buffer wrapped kept only the newest events, "
@@ -79,14 +82,14 @@ STATUSES = {
     "skipped": "the configuration cannot run here (the reason says why)",
 }
 # Statuses whose times are measurements (the target ran to its end).
-MEASURED = ("ok", "dropped", "overwritten", "unverified", "mismatch", "corrupted")
+MEASURED = ("ok", "agreed", "dropped", "overwritten", "unverified", "mismatch", "corrupted")
 # Statuses that lost no event: what "lossless" means everywhere in the kit
 # (the report's lossless limits, docs/results-format.md).  `overwritten` is lossless in this
 # sense and in no other: the flight recorder took every event (no drop
 # counter moved, no gap among those it kept) and then, by design, kept only
 # the newest, so the older ones were recorded but are not there to count.
 # It is never `ok`, which alone means every event was seen and counted.
-LOSSLESS = ("ok", "overwritten")
+LOSSLESS = ("ok", "agreed", "overwritten")
 # Statuses that are a finding about the probe rather than a cost to quote.
 FINDINGS = ("mismatch", "corrupted")
 
@@ -188,12 +191,16 @@ def verdict(attached, expected, ev, overwrite=False, corrupted=0, calls=None):
                              "overwritten while probed")
     if not attached:
         return "ok", ""
-    if expected is None:
-        return "unverified", ev.note or "this configuration cannot count its events"
     if ev.also is not None and ev.seen is not None and ev.also[1] != ev.seen + ev.dropped:
         return "mismatch", (f"the tracer's counts disagree: {ev.seen} events recorded"
                             + (f" and {ev.dropped} lost" if ev.dropped else "")
-                            + f", {ev.also[1]} {ev.also[0]}; expected {expected}")
+                            + f", {ev.also[1]} {ev.also[0]}"
+                            + (f"; expected {expected}" if expected is not None else ""))
+    if expected is None and ev.also is not None and ev.seen is not None:
+        # no count of the program's: the kernel's own, in the same run, is the witness
+        return witnessed(ev.seen, ev.dropped, ev.also[1], f"{SAME_RUN} ({ev.also[0]})")
+    if expected is None:
+        return "unverified", ev.note or "this configuration cannot count its events"
     if ev.dropped:
         # Its loss is a count that must add up: what it saw and what it
         # says it lost are every event, or neither number can be trusted.
@@ -215,6 +222,24 @@ def verdict(attached, expected, ev, overwrite=False, corrupted=0, calls=None):
         return "mismatch", (f"the tracer saw {ev.seen} events, expected {expected}, and its "
                             "buffer never wrapped, so none may be missing")
     return "mismatch", f"the tracer saw {ev.seen} events, expected {expected}"
+
+
+SAME_RUN = "the kernel's hit counter in the same run"  # a same-run witness's words
+
+
+def witnessed(seen, dropped, count, witness):
+    """(status, reason) of a count SEEN (+ DROPPED) where the program keeps
+    none and a WITNESS (words: whose count, where) counted COUNT of the
+    same events: agreed, dropped (what it saw and lost add up to it) or a
+    mismatch."""
+    if seen + dropped != count:
+        return "mismatch", (f"the tracer saw {seen} events"
+                            + (f" and said it lost {dropped}" if dropped else "")
+                            + f", where {witness} says {count}")
+    if dropped:
+        return "dropped", f"the tracer lost {dropped} events (saw {seen} of the {count} " \
+                          f"{witness} says)"
+    return "agreed", f"agreed with {witness}: {count} events"
 
 
 def paced_rate(row):
@@ -303,6 +328,33 @@ class Folder:
 
     def write_meta(self):
         host.write_json(os.path.join(self.dir, "meta.json"), self.meta)
+
+    def rejudge(self, judge):
+        """Rewrites runs.csv with the statuses JUDGE(rows) gives ({index:
+        (status, reason, events expected or None)}; the rows as read,
+        strings): every row kept, the new file in place of the old at
+        once (os.replace), or the old one left whole.  The rows changed."""
+        self._file.close()
+        path = os.path.join(self.dir, "runs.csv")
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+        changes = judge(rows)
+        if changes:
+            for i, (status, reason, expected) in changes.items():
+                rows[i].update(status=status, reason=reason)
+                if expected is not None:
+                    rows[i]["events_expected"] = expected
+            tmp = path + f".{os.getpid()}"
+            with open(tmp, "w", newline="") as f:
+                w = csv.DictWriter(f, COLUMNS)
+                w.writeheader()
+                w.writerows(rows)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        self._file = open(path, "a", newline="")
+        self._csv = csv.DictWriter(self._file, COLUMNS)
+        return len(changes)
 
     def close(self):
         if not self._file.closed:

@@ -369,7 +369,8 @@ def analyse(rows, meta):
              "n_timed": len(timed), "n_failed": n_failed,
              "statuses": sorted({r["status"] for r in timed}),
              "stopped": next((r["stopped"] for r in reversed(timed) if r.get("stopped")), ""),
-             "failed_reasons": sorted({r["reason"] for r in timed if r["status"] == "failed"})}
+             "failed_reasons": sorted({r["reason"] for r in timed if r["status"] == "failed"}),
+             "notes": sorted({r["note"] for r in measured if r.get("note")})}
         c["flags"] = []
         if n_failed:
             c["flags"].append(f"{n_failed}/{len(timed)} runs failed"
@@ -460,14 +461,18 @@ def event_check(rows):
     statuses = {r["status"] for r in rows}
     if "corrupted" in statuses:
         verdict = "CORRUPTED"
-    elif all(e is None for e in exp):
-        verdict = "unverified" if "unverified" in statuses else "n/a"
     elif "mismatch" in statuses:
         verdict = "MISMATCH"
+    elif all(e is None for e in exp):
+        verdict = "unverified" if "unverified" in statuses else "n/a"
     elif "dropped" in statuses:
         verdict = "DROPPED"
     elif "overwritten" in statuses:
         verdict = "overwritten"
+    elif "unverified" in statuses:  # some runs had a witness (agreed), some none
+        verdict = "unverified"
+    elif "agreed" in statuses:  # a witness's count, not the program's (record.STATUSES)
+        verdict = "agreed"
     else:
         verdict = "ok"
     return {"expected": sum(e for e in exp if e is not None) if any(e is not None for e in exp)

@@ -69,6 +69,12 @@ class Workload:
         """Processes not the kit's that its by-path probes would count."""
         return []
 
+    def semaphore_holders(self, target_pid):
+        """The processes whose markers' semaphores the runner raises
+        (through /proc/PID/mem) before the calls, where a row names them
+        and its tracer does not raise them: the held target itself."""
+        return [target_pid]
+
     def elsewhere(self, marker):
         """Where it is unavailable: what else here has MARKER ('; ...'), or ''."""
         return ""
@@ -150,6 +156,21 @@ class Postgres(Workload):
 
     def teardown(self, kit_scratch):
         self.remove([self.folders(os.path.join(kit_scratch, "x"))[1]])
+
+    def semaphore_holders(self, target_pid):
+        """The postmaster (the held driver's child running PROGRAM): the
+        backends it forks for pgbench's clients after the hold inherit
+        its raised counter (fork copies the page; no exec follows)."""
+        real = os.path.realpath(self.program)
+        out = []
+        for pid, fields in host.live():
+            if int(fields[1]) == target_pid:
+                try:
+                    if os.path.realpath(f"/proc/{pid}/exe") == real:
+                        out.append(pid)
+                except OSError:
+                    pass
+        return out
 
     def bystanders(self):
         """Processes of PROGRAM that are not the kit's clusters' (a probe
@@ -253,6 +274,11 @@ class Command(Workload):
 
     def prepare(self, scratch):
         return ["--command", json.dumps(list(self.command))]
+
+    def semaphore_holders(self, target_pid):
+        """None: the command's processes start after the attach, each from
+        an exec, so there is nothing to raise a semaphore in beforehand."""
+        return []
 
 
 def set_user(target, provider, marker, command):

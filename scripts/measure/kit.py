@@ -178,9 +178,13 @@ class Kit:
                 run.bystanders = run.workload and run.workload.bystanders()
                 attach()
                 if cfg.semaphores:
+                    holders = run.workload.semaphore_holders(run.target_pid)
                     try:
-                        run.raised = workloads.raise_semaphores(run.target_pid, run.build,
-                                                                cfg.semaphores)
+                        if not holders:
+                            raise ValueError(f"no process of {run.build} to raise them in")
+                        for pid in holders:
+                            run.raised = workloads.raise_semaphores(pid, run.build,
+                                                                    cfg.semaphores)
                     except (OSError, ValueError) as e:
                         raise TracerError(f"could not raise the semaphores of "
                                           f"{', '.join(cfg.semaphores)}: {e}")
@@ -257,10 +261,12 @@ class Kit:
         else:
             row["status"], row["reason"] = record.verdict(
                 tracer.attaches, expected, ev, cfg.overwrite, row["corrupted"], calls)
+            if expected is None and ev.also and row["status"] != "mismatch":
+                row["events_expected"] = ev.also[1]  # the kernel's count is the witness's
             if row["status"] == "unverified" and run.workload and fired is None \
                     and cfg.expect != "unverifiable":
-                row["reason"] = (f"{run.workload.name} keeps no count of {cfg.marker}: the "
-                                 "answers set each tracer's count beside its slowdown")
+                row["reason"] = (f"{run.workload.name} keeps no count of {cfg.marker}, and "
+                                 "no witness counted this run (measure/witness.py)")
 
     def time_limit(self, run):
         """TIME_LIMIT if given; else 10x the cell's expected time (its

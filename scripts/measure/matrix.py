@@ -20,6 +20,7 @@ from host import say
 from measure import environment as env
 from host import check_signalled
 from measure.kit import target_path
+from measure import witness
 from measure.plan import Plan, fmt_s
 from measure.sizing import (WARMUP_ITER, floor_calls, size_iterations, wall_per_call,
                             warmup_calls)
@@ -80,6 +81,7 @@ def prepare(args, wanted):
         if not why and cfg.workload:
             w = workloads.get(cfg.workload)
             why = (workloads.unavailable(w, w.marker or cfg.marker, cfg.semaphores)
+                   or t.path_problem(w.program)
                    or ("MISS is the kit's own target's (its kit_decoy())" if args.miss else None)
                    or (None if TIGHT in args.rate else
                        "a real program runs its tight loop only, not paced (RATE)"))
@@ -121,6 +123,10 @@ def measure(kit, args, wanted, skip):
             runnable = [c for c in runnable if c.tracer != name]
     matrix(kit, args, runnable)
     check_signalled()  # one that came during the last run
+    n = kit.folder.rejudge(witness.judge)
+    if n:
+        say(f"run: {n} rows of real programs judged against the other tracers' counts "
+            "(measure/witness.py)")
     meta["finished"] = record.now()
 
 

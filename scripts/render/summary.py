@@ -2,7 +2,8 @@
 of `make run` (and of `python3 scripts/report.py`) in the terminal, at most
 LINES lines of at most WIDTH characters, and at the top of report.md.  What
 each tracer costs per event (its cheapest `ok` configuration, and
-SystemTap's four 2011 configurations), which probe sites are UNSAFE or
+SystemTap's four 2011 configurations), each real program's cost and
+whether the loop predicts it (predict.py), which probe sites are UNSAFE or
 NEVER FIRE here, the 2011 figures, status totals, each failure reason once,
 and where the full report and plots are.  Nothing to run on its own.
 """
@@ -10,11 +11,12 @@ import os
 
 import configs
 import kernel
+import predict
 import workloads
 from configs import BASELINE, real
 from record import LOSSLESS, STATUSES
-from render.formats import (f_ns, f_overhead, f_rate, f_slower, f_x, failure_groups, normalise,
-                            reading, table, where)
+from render.formats import (f_interval, f_ns, f_overhead, f_rate, f_slower, f_x, failure_groups,
+                            normalise, reading, table, where)
 from render.guest import guest_2011, guest_head, guest_line
 from render.y2011 import Y2011_CONFIGS, y2011
 
@@ -75,13 +77,54 @@ def per_event(x, w):
                     for f in ("mean_ns", "lo_ns", "hi_ns")}}
 
 
+def f_ratio(v):
+    """A ratio to 3 figures: 0.45, 1.12, 12.3, 1,234."""
+    return "-" if v is None else f"{v:,.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 \
+        else f"{v:.2f}"
+
+
+def loop_ratio(p):
+    """A prediction's ratio, measured / predicted, mean [95% interval]."""
+    if p["ratio"] is None:
+        return "-"
+    return (f_interval(p["ratio"], p["lo"], p["hi"], f_ratio) if p["lo"] is not None
+            else f"{f_ratio(p['ratio'])} (no CI)")
+
+
+def loop_verdict(p):
+    """`predicted`, `dearer than the loop, x2.10`, `cheaper than the loop,
+    x0.45`, or why there is no verdict."""
+    if p["verdict"] in ("dearer", "cheaper"):
+        return f"{p['verdict']} than the loop, x{f_ratio(p['ratio'])}"
+    return p["verdict"] or p["why_not"]
+
+
+def loop_line(program, preds):
+    """The terminal's answer for PROGRAM at its fewest threads: does the
+    loop predict it?  Each row's ratio and verdict, as lines of at most
+    WIDTH characters (a list item and its continuation)."""
+    t = min(p["threads"] for p in preds)
+    parts = [f"{p['config']} {loop_ratio(p)} {p['verdict']}" if p["verdict"] else
+             f"{p['config']}: {p['why_not']}" for p in preds if p["threads"] == t]
+    lines = [f"  - does the loop predict {program}? at {t} thread{'s' * (t != 1)}, "
+             "measured / predicted [95%]:"]
+    for i, part in enumerate(parts):
+        part += ";" if i < len(parts) - 1 else ""
+        if len(lines[-1]) + 1 + len(part) > WIDTH:
+            lines.append("    " + part)
+        else:
+            lines[-1] += " " + part
+    return lines
+
+
 def real_lines(a):
     """Per real program and thread count: what raising its semaphores
     costs with no probe, its cheapest and dearest tracer that saw every
     event, as % of its own untraced time (mean [95% interval]), and where
     the program keeps no count of a marker, each tracer's slowdown with the
-    events it counted, side by side."""
-    lines = []
+    events it counted, side by side; under its fewest threads, whether the
+    loop predicts it (predict.py, loop_line)."""
+    lines, preds, said = [], predict.predictions(a), set()
     top = max([c["threads"] for c in a["cells"] if real(c["config"])] or [1])
     for c in a["cells"]:
         base = configs.BY_NAME.get(c["config"])
@@ -114,6 +157,10 @@ def real_lines(a):
         lines.append(f"- {base.workload} at {c['threads']} thread{'s' * (c['threads'] != 1)}, "
                      f"{f_ns(c.get('mean_ns'))} ns a {w.call} untraced{many}:")
         lines += [f"  - {p}" for p in parts or ["nothing else ran"]]
+        mine = [p for p in preds if p["program"] == base.workload]
+        if mine and base.workload not in said:  # under the program's first block
+            said.add(base.workload)
+            lines += loop_line(base.workload, mine)
     return lines
 
 

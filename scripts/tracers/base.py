@@ -1,5 +1,6 @@
 """base.py: what every tracer back-end shares (see tracers/__init__.py)."""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -18,6 +19,25 @@ LIVE_LINE = "kit: probes live"  # what a live tracer's begin probe prints (start
 
 class TracerError(Exception):
     """A tracer could not attach, count or detach; the message says why."""
+
+
+# A line that says what failed: a tool's own "ERROR:", "Error:", "error:",
+# "Semantic error", "FATAL" (bpftrace, bcc, perf, stap, lttng), not a line
+# that only points at a column (bpftrace's "~~~~" or "^").
+ERROR_LINE = re.compile(r"\b(error|fatal)\b", re.I)
+WORDLESS = re.compile(r"^[^A-Za-z0-9]*$")
+
+
+def tool_error(text, noise=()):
+    """The line of a tool's output TEXT that says why it failed, for a row's
+    reason: its first error line, else its last line with a word in it; no
+    caret line, no blank line, no command echo ("$ ..."), nothing that holds
+    one of NOISE (what it prints on every run).  "" where there is none."""
+    lines = [ln.strip() for ln in text.splitlines()]
+    lines = [ln for ln in lines if not WORDLESS.match(ln) and not ln.startswith("$ ")
+             and not any(n in ln for n in noise)]
+    said = [ln for ln in lines if ERROR_LINE.search(ln)]
+    return (said or lines or [""])[0 if said else -1]
 
 
 @dataclass
@@ -87,6 +107,17 @@ class Tracer:
         """Why this one configuration cannot run here, or None."""
         return None
 
+    def path_problem(self, path):
+        """Why this tracer's probe spec cannot hold the program's PATH (a
+        user's TARGET), naming the tracer and the character, or None.  Any
+        character the kernel takes in a file name is fine unless the
+        tracer's grammar truly cannot hold it."""
+        bad = sorted({c for c in path if not c.isprintable()})
+        if bad:
+            return (f"{self.name} cannot name {path!r}: a probe spec holds no "
+                    f"{' or '.join(repr(c) for c in bad)}")
+        return None
+
     def setup(self, log):
         """LOG: the kit's own log file."""
 
@@ -141,10 +172,9 @@ class Tracer:
                 why = (f"exited with status {live.status}" if ended else
                        f"had no probe live after {timeout} s")
                 with open(run.log, errors="replace") as f:
-                    said = [ln.strip() for ln in f if ln.strip() and not ln.startswith("$")
-                            and not any(n in ln for n in self.log_noise)]
+                    said = tool_error(f.read(), self.log_noise)
                 raise TracerError(f"{os.path.basename(cmd[0])} {why} before its probes were "
-                                  "live" + (f": {said[-1]}" if said else ""))
+                                  "live" + (f": {said}" if said else ""))
             time.sleep(LIVE_POLL_S)
         return live
 
@@ -209,7 +239,7 @@ class Tracer:
         except OSError as e:
             raise TracerError(f"{cmd[0]}: {e.strerror}")
         if check and status != 0:
-            last = [ln for ln in out.splitlines() if ln.strip()]
+            said = tool_error(out)
             raise TracerError(f"{os.path.basename(cmd[0])} failed (exit {status})"
-                              + (f": {last[-1].strip()}" if last else ""))
+                              + (f": {said}" if said else ""))
         return (status, out) if code else out

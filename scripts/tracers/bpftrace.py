@@ -60,16 +60,31 @@ class Bpftrace(Tracer):
         return self.need_commands() or self.need_root()
 
     @staticmethod
-    def program(run):
+    def quoted(path):
+        """PATH in bpftrace's grammar: a quoted string (unquoted, a `+` or a
+        `-` in it is an operator: "syntax error, unexpected ++" on
+        libstdc++.so.6); path_problem() refuses what a quote cannot hold."""
+        return f'"{path}"'
+
+    def path_problem(self, path):
+        bad = sorted({c for c in path if c == '"' or c == "\\" or not c.isprintable()})
+        if bad:
+            return (f"bpftrace cannot name {path!r} in a probe: its quoted path holds no "
+                    f"{' or '.join(repr(c) for c in bad)}")
+        return None
+
+    @classmethod
+    def program(cls, run):
+        path = cls.quoted(run.build)
         if run.workload:
-            probe = f"usdt:{run.build}:{run.workload.provider}:{run.cfg.marker}"
+            probe = f"usdt:{path}:{run.workload.provider}:{run.cfg.marker}"
             return f'BEGIN {{ printf("{LIVE_LINE}\\n"); }} {probe} {{ {HANDLERS[run.cfg.action]} }}'
         if run.cfg.probe == "function":
-            probe = f"uprobe:{run.build}:single_trace"
+            probe = f"uprobe:{path}:single_trace"
         elif run.cfg.probe == "return":
-            probe = f"uretprobe:{run.build}:single_trace"
+            probe = f"uretprobe:{path}:single_trace"
         else:
-            probe = f"usdt:{run.build}:benchmark:single_trace"
+            probe = f"usdt:{path}:benchmark:single_trace"
         return f"{probe} {{ {HANDLERS[run.cfg.action]} }}"
 
     def attach(self, run):

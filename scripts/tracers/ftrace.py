@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from . import tracefs
 from .base import Events, RunState, Tracer, TracerError
 import kernel
-from elfinfo import Elf
 
 MAX_FILTERED_THREADS = 100  # 'common_pid == N || ' a thread: within ftrace's page
 
@@ -43,6 +42,9 @@ class Ftrace(Tracer):
             return "the kernel has no tracefs (CONFIG_TRACING off?)"
         return None
 
+    def path_problem(self, path):
+        return tracefs.path_problem(path, "ftrace")
+
     def setup(self, log):
         if not tracefs.MOUNTS.ensure():
             raise TracerError("could not mount tracefs at /sys/kernel/tracing")
@@ -50,31 +52,11 @@ class Ftrace(Tracer):
             raise TracerError("tracefs has no uprobe_events (CONFIG_UPROBE_EVENTS off?)")
 
     @staticmethod
-    def site(run):
-        """(file offset, semaphore file offset or None, fetch arg) of the
-        probe that run.cfg.probe names."""
-        elf = Elf(run.build)
-        if run.cfg.probe == "return":  # nothing to fetch: the function returns void
-            return elf.file_offset(elf.symbol("single_trace")), None, ""
-        if run.cfg.probe == "function":
-            return elf.file_offset(elf.symbol("single_trace")), None, tracefs.first_arg_fetch()
-        notes = [n for n in elf.sdt_notes() if n.name == run.cfg.marker]
-        if not notes:
-            raise TracerError(f"{run.build}: no SDT marker {run.cfg.marker}")
-        n = notes[0]
-        sem = None
-        if run.cfg.probe == "marker-semaphore" and (n.semaphore or not run.workload):
-            if not n.semaphore:  # (a real program's marker may have none: then none)
-                raise TracerError(f"{run.build}: the marker has no semaphore")
-            sem = elf.file_offset(n.semaphore)
-        return elf.file_offset(n.pc), sem, tracefs.first_arg_fetch(n.args)
-
-    @staticmethod
     def event(run):
         return f"{run.tag}_single_trace"
 
     def attach(self, run):
-        off, sem, fetch = self.site(run)
+        off, sem, fetch = tracefs.site(run)
         group = run.tag
         try:
             spec = tracefs.add_uprobe(group, self.event(run), run.build, off, sem, fetch,
@@ -109,29 +91,21 @@ class Ftrace(Tracer):
         """The events the instance's ring buffer recorded (entries +
         overrun, per CPU: exact in overwrite mode), beside uprobe_profile's
         hits, which say the handler ran, not that the event was kept; the
-        two must agree.  Before Linux 6.12 the hit counter is a plain
-        increment shared by all CPUs (made per-CPU by 10cdb82aa77f,
-        "uprobes: turn trace_uprobe's nhit counter to be per-CPU one"), so
-        with 2+ threads it may lose hits: there only the recorded events
-        decide, and the note gives the hits."""
-        hits = tracefs.hits(self.event(run), run.build)
-        if hits is None:
-            raise TracerError(f"ftrace: {self.event(run)} on {run.build} is missing from "
-                              "uprobe_profile")
+        two must agree (tracefs.profile_witness: where the hit counter is
+        exact)."""
         stats = tracefs.ring_stats(run.state.instance)
         recorded = tracefs.written(stats)
         lost = stats["dropped events"] + stats["commit overrun"]
+        try:
+            also, said = tracefs.profile_witness(self.event(run), run.build, run.threads)
+        except TracerError as e:
+            raise TracerError(f"ftrace: {e}")
         note = (f"{recorded} events recorded ({stats['overrun']} overwritten in the flight "
-                f"recorder, counted), {hits} hits in uprobe_profile")
-        also = ("hits in uprobe_profile", hits)
+                f"recorder, counted), {said}")
         if run.workload and not run.workload.by_path:
             also = None
             note += (f"; the ring buffer keeps the target's threads only, while the hits count every "
                      f"process mapping {run.build}, so the recorded events decide")
-        elif run.threads > 1 and tracefs.kernel_version() < (6, 12):
-            also = None
-            note += (f"; before Linux 6.12 the hit counter is not exact with {run.threads} "
-                     "threads (10cdb82aa77f), so the recorded events decide")
         return Events(recorded, lost, note, also=also)
 
     def detach(self, run):

@@ -1,20 +1,33 @@
 """perf.py: `perf probe` on the SDT marker (or on single_trace's entry or
-return, `TAG=single_trace[%return]`), then `perf stat -e` (counted in the
-kernel) or `perf record -e` (each event written to perf.data).
+return), then `perf stat -e` (counted in the kernel) or `perf record -e`
+(each event written to perf.data).
 
-perf 6.x cannot rename an SDT event, so the probe is perf's own
-`sdt_benchmark:single_trace[_N]`; the back-end reads the name perf chose
-from its "Added new event" line and deletes exactly that one.  perf's
-build-id cache, which `perf probe` needs for SDT markers, is kept in
+The event is the run's own, `TAG:TAG_MARKER` (TAG = kit<pid>_<n>), never
+perf's default `sdt_PROVIDER:MARKER`, which a user's own probe may hold:
+perf 6.1 cannot rename an SDT event ("-a 'NAME=%sdt_p:m'" is refused:
+"%sdt_p is not supported"), so the kit gives perf probe the marker's file
+offset under its name, `-a 'TAG:TAG_MARKER=0xOFFSET v=%REG:u32'`.  Where
+the marker has a semaphore (dtrace -G gives the kit's own marker one; a
+real program's guarded marker), perf probe writes it into the line as
+the reference counter, and only under its default name; the kernel
+refuses a second uprobe at one site with another reference counter
+(EINVAL: a user's own perf probe there would make the kit's fail), so
+the kit writes the same uprobe_events line perf would, reference counter
+included, under its own name (tracefs.add_uprobe, as ftrace does), and
+perf stat or record takes that event.  The group is the run's before
+anything runs, so detach removes every event in it (and nothing else) on
+every path, whatever perf printed or named it (perf 6.1 names a return
+probe EVENT__return): the event is read from uprobe_events, never from
+perf probe's output.  perf's build-id cache is kept in
 build/perf-buildid rather than the user's ~/.debug.
 
-On a real program's row (attach "running", workloads.py) the probe is the
-program's own marker, `sdt_PROVIDER:MARKER` (its semaphore raised by the
-kernel's reference counter, which perf probe writes into uprobe_events),
-and perf is started beside the held target, `perf stat -p PID` (or record),
-its events opened disabled (-D -1) and enabled through its control FIFO:
-its "ack" says they count, and the target is released then.  Per process:
-the kernel's uprobe filter keeps the breakpoint out of every other process.
+On a real program's row (attach "running", workloads.py) perf is started
+beside the held target, `perf stat -p PID` (or record; `-a`, every
+process, for a probe by path), its events opened disabled (-D -1) and
+enabled through its control FIFO: its "ack" says they count, and the
+target is released then.  On a probe by path the kernel's own hit
+counter (uprobe_profile, the event's line) is a second count of the same
+traps, in the same run, which the count must equal.
 
 `perf record` (6.1 here) sometimes writes one ring-buffer record into
 perf.data twice: byte-identical, same thread, argument and nanosecond
@@ -32,8 +45,9 @@ import signal
 from dataclasses import dataclass
 
 from . import tracefs
-from .base import LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError
+from .base import LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError, tool_error
 
+MAX_EVENT_NAME = 63  # the kernel's MAX_EVENT_NAME_LEN (64) with its NUL
 BUILDID_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "build",
                                            "perf-buildid"))
 
@@ -41,7 +55,8 @@ BUILDID_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."
 @dataclass
 class State(RunState):
     """What one run of this back-end keeps between its verbs."""
-    event: str = None  # the perf probe event, once added
+    group: str = None  # the run's own event group (run.tag), once anything may be in it
+    event: str = None  # GROUP:EVENT, as uprobe_events holds it once made
     data: str = None  # perf's output file
     control: tuple = None  # the fds of perf's control and ack FIFOs (attach "running")
 
@@ -64,6 +79,9 @@ class Perf(Tracer):
             return "perf does not run here: " + (r.strip().splitlines() or ["?"])[-1]
         return None
 
+    def path_problem(self, path):
+        return tracefs.path_problem(path, "perf probe")
+
     def setup(self, log):
         if not tracefs.MOUNTS.ensure():
             raise TracerError("could not mount tracefs at /sys/kernel/tracing")
@@ -71,22 +89,50 @@ class Perf(Tracer):
     def perf(self, *args):
         return ["perf", "--buildid-dir", BUILDID_DIR, *args]
 
+    @staticmethod
+    def names(run):
+        """(group, event): the run's own perf event, TAG:TAG_MARKER."""
+        what = "single_trace" if run.cfg.probe in ("function", "return") else run.cfg.marker
+        return run.tag, f"{run.tag}_{re.sub(r'[^A-Za-z0-9_]', '_', what)}"[:MAX_EVENT_NAME]
+
     def attach(self, run):
-        os.makedirs(BUILDID_DIR, exist_ok=True)
-        self.sh(self.perf("buildid-cache", "--add", run.build), log=run.log)
-        provider = run.workload.provider if run.workload else "benchmark"
-        where = {"function": f"{run.tag}=single_trace",
-                 "return": f"{run.tag}=single_trace%return"}.get(
-                     run.cfg.probe, f"sdt_{provider}:{run.cfg.marker}")
-        status, out = self.sh(self.perf("probe", "-x", run.build, "-a", where), log=run.log,
-                              check=False, code=True)
-        if status != 0:
-            raise TracerError(self.add_failed(status, out, where))
-        m = re.search(r"^\s+(\w+:\w*) \(on ", out, re.M)
-        if not m:
-            raise TracerError("perf probe added no event (see its log)")
-        run.state.event = m.group(1)
+        group, event = self.names(run)
+        if tracefs.group_events(group):  # not this run's: never touched
+            raise TracerError(f"perf: uprobe_events already holds events of group {group}")
+        # the group is the run's before anything is made: detach removes
+        # every event in it on every path, whatever perf probe did or said
+        run.state.group = group
         run.state.data = os.path.join(run.scratch, "perf.data")
+        if run.cfg.probe in ("function", "return"):
+            where = f"{group}:{event}=single_trace" + ("%return" if run.cfg.probe == "return"
+                                                       else "")
+        else:
+            off, sem, fetch = tracefs.site(run, note_ref=True)
+            if sem is not None:  # a reference counter: perf's own line, under the kit's name
+                try:
+                    spec = tracefs.add_uprobe(group, event, run.build, off, sem, fetch)
+                except OSError as e:
+                    raise TracerError(f"perf: {e.strerror or e}")
+                with open(run.log, "a") as f:
+                    f.write(f"uprobe_events: {spec} (perf probe's line for an SDT event, "
+                            "under the run's name)\n")
+                where = None
+            else:
+                where = f"{group}:{event}=0x{off:x}" + (f" {fetch}" if fetch else "")
+        if where:
+            os.makedirs(BUILDID_DIR, exist_ok=True)
+            self.sh(self.perf("buildid-cache", "--add", run.build), log=run.log)
+            status, out = self.sh(self.perf("probe", "-x", run.build, "-a", where),
+                                  log=run.log, check=False, code=True)
+            if status != 0:
+                raise TracerError(self.add_failed(status, out, event))
+        # the event as the kernel holds it (perf names a return probe
+        # EVENT__return), read from uprobe_events, not from perf's words
+        made = tracefs.group_events(group)
+        if len(made) != 1:
+            raise TracerError(f"perf: uprobe_events holds {len(made)} events of group {group}, "
+                              f"not 1: {', '.join(made) or 'none'}")
+        run.state.event = f"{group}:{made[0]}"
         if run.cfg.attach == "running":
             self.start_running(run)
 
@@ -113,19 +159,20 @@ class Perf(Tracer):
                               "--control", f"fifo:{ctl},{ack}"], acked)
 
     @staticmethod
-    def add_failed(code, out, where):
-        """Why `perf probe -a WHERE` failed: its exit status as perf's
-        errno (it exits with -errno: 239 is EEXIST), its own Error lines,
-        and, where it says the event already exists, what uprobe_events
-        held under that name just after (seen here now and then on the
-        sdt-nop10 site in default runs, never in 540 runs of the site
-        configurations alone: docs/findings/2026-12-01-perf-probe-eexist.md)."""
+    def add_failed(code, out, event):
+        """Why `perf probe -a` of EVENT failed: its exit status as perf's
+        errno (it exits with -errno: 239 is EEXIST), its own error line
+        (tool_error), and, where it says the event already exists, what
+        uprobe_events held under that name just after (seen here now and
+        then on the sdt-nop10 site in default runs, never in 540 runs of
+        the site configurations alone:
+        docs/findings/2026-12-01-perf-probe-eexist.md)."""
         name = errno.errorcode.get(256 - code, "") if 0 < code < 256 else ""
-        said = [ln.strip() for ln in out.splitlines() if ln.strip().startswith("Error")]
+        said = tool_error(out)
         why = f"perf probe failed (exit {code}{': ' + name if name else ''})"
-        why += (": " + " / ".join(said)) if said else ""
+        why += f": {said}" if said else ""
         if "already exists" in out:
-            held = tracefs.uprobes_named(where.split(":")[-1].split("%")[0])
+            held = tracefs.uprobes_named(event)
             why += ("; uprobe_events then held: " + " / ".join(held) if held else
                     "; uprobe_events held no such event just after")
         return why
@@ -156,8 +203,14 @@ class Perf(Tracer):
             m = re.search(r"^(\d+),[^,]*," + re.escape(run.state.event) + ",", text, re.M)
             if not m:
                 raise TracerError("perf stat printed no count for the event")
-            return Events(int(m.group(1)), 0, "counted in the kernel (perf stat"
-                          + (" beside the held target, enabled at its gate)" if live else ")"),
+            note = "counted in the kernel (perf stat" + (
+                " beside the held target, enabled at its gate)" if live else ")")
+            also = None
+            if run.workload and run.workload.by_path:  # perf stat -a: every trap, as the kernel's
+                also, said = tracefs.profile_witness(run.state.event.split(":")[1], run.build,
+                                                     run.threads)
+                note += f"; {said}"
+            return Events(int(m.group(1)), 0, note, also=also,
                           tracer_cpu_ns=live and live.cpu_ns)
         out = self.sh(["perf", "report", "-i", data, "--stats"], log=run.log, whole=False)
         m = re.search(r"SAMPLE events:\s+(\d+)", out)
@@ -209,11 +262,16 @@ class Perf(Tracer):
         finally:
             for fd in run.state.take("control") or ():
                 os.close(fd)
-            ev = run.state.take("event")
-            if ev:
-                self.sh(self.perf("probe", "-d", ev), log=run.log, check=False)
-                if tracefs.uprobe_defined(*ev.split(":")):
-                    raise TracerError(f"perf probe -d {ev} left the event defined")
+            group = run.state.take("group")
+            run.state.event = None
+            if group:  # the run's own group: everything in it, whatever perf printed
+                if tracefs.group_events(group):
+                    self.sh(self.perf("probe", "-d", f"{group}:*"), log=run.log, check=False)
+                for event in tracefs.group_events(group):  # lines the kit wrote itself
+                    tracefs.remove_uprobe(group, event)
+                left = tracefs.group_events(group)
+                if left:
+                    raise TracerError(f"perf probe -d {group}:* left {', '.join(left)} defined")
 
 
 BACKEND = Perf()

@@ -58,6 +58,7 @@ import sys
 from dataclasses import dataclass
 
 import host
+import workloads
 from params import Param, flag01, folder, one_of
 from . import stap_preflight, tracefs
 from host import live, wait_for
@@ -253,10 +254,34 @@ class Stap(Tracer):
             return ("a real program's SystemTap row compiles its module with the program's "
                     "path and pid; make lab's guests load modules built beforehand, and the "
                     "kit does not yet build one for a program already running")
+        why = self.semaphore_problem(cfg)
+        if why:
+            return why
         if cfg.probe == "return" and self.runtime == "bpf":
             return ("SystemTap's bpf runtime has no process return probes (stap: 'process "
                     "return probes not available'); the module runtime, which has them, "
                     "cannot run here")
+        return None
+
+    def semaphore_problem(self, cfg):
+        """Why a real program's row cannot count its marker here: the bpf
+        runtime raises no semaphore (0 of 200,000 python calls with one
+        left down), the marker has one, and the row names none for the
+        runner to raise (a user's command: its processes start after the
+        attach).  None where it can."""
+        w = workloads.get(cfg.workload) if cfg.workload else None
+        if self.runtime != "bpf" or not w or not w.program:
+            return None
+        marker = w.marker or cfg.marker
+        try:
+            note = workloads.markers(w.program).get(marker)
+        except (OSError, ValueError):
+            return None  # (the workload's own check says why)
+        if note and note.semaphore and marker not in cfg.semaphores:
+            return (f"SystemTap's bpf runtime raises no marker's semaphore, {w.provider}:"
+                    f"{marker} in {w.program} has one, and the processes it fires in start after "
+                    "the attach, each from an exec, so the kit has none to raise it in "
+                    "(ftrace, perf and bpftrace raise it themselves)")
         return None
 
     def base_flags(self):
@@ -342,6 +367,8 @@ class Stap(Tracer):
         its process is the held target (-x)."""
         if run.cfg.attach != "running":
             return [run.cfg.script]
+        if run.workload.by_path:  # every process mapping it (stp/mark-by-path.stp): no -x
+            return [run.cfg.script, run.build, run.cfg.marker, LIVE_LINE]
         return [run.cfg.script, run.build, LIVE_LINE, "-x", str(run.target_pid)]
 
     def live_stapbpf(self, run, live):
@@ -419,7 +446,8 @@ class Stap(Tracer):
             if live:
                 if live.status != 0:
                     raise TracerError(f"stap -x exited with status {live.status} at its SIGINT")
-                note += f"; stap -x {run.target_pid}, started beside the held target"
+                note += ("; stap on every process mapping it" if run.workload.by_path else
+                         f"; stap -x {run.target_pid}") + ", started beside the held target"
         with open(run.log) as f:
             log = f.read()
         skipped = sum(int(x) for x in re.findall(r"skipped probes: (\d+)", log))

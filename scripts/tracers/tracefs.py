@@ -10,6 +10,9 @@ import subprocess
 import tempfile
 import time
 
+from elfinfo import Elf
+from .base import TracerError
+
 CANDIDATES = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 
 # The register that holds a function's first argument at entry, as
@@ -116,12 +119,33 @@ def add_uprobe(group, event, binary, offset, semaphore=None, fetch="", ret=False
     return spec
 
 
+def path_problem(path, who):
+    """Why a uprobe_events line cannot name PATH (WHO writes it), or None:
+    the kernel splits the line at white space (trace_uprobe's argv_split),
+    so a path with a space, a tab or a line end in it cannot be probed."""
+    bad = sorted({c for c in path if c.isspace() or not c.isprintable()})
+    if bad:
+        return (f"{who} cannot name {path!r}: uprobe_events splits its line at white space "
+                f"and holds no {' or '.join(repr(c) for c in bad)}")
+    return None
+
+
 def uprobe_defined(group, event):
     t = find()
     if not t:
         return False
     with open(os.path.join(t, "uprobe_events")) as f:
         return any(re.match(rf"^[pr]:{re.escape(group)}/{re.escape(event)}\s", ln) for ln in f)
+
+
+def group_events(group):
+    """The names of the uprobe events of GROUP in uprobe_events."""
+    t = find()
+    if not t:
+        return []
+    with open(os.path.join(t, "uprobe_events")) as f:
+        return [m.group(1) for ln in f
+                if (m := re.match(rf"^[pr]:{re.escape(group)}/(\S+)\s", ln))]
 
 
 def uprobes_named(event):
@@ -174,13 +198,62 @@ def remove_leftovers(binary, pids, t=None):
 def hits(event, binary):
     """Exact hit count of the uprobe event named EVENT on BINARY, from
     uprobe_profile (`  FILE EVENT HITS` a line; the group is not shown, so
-    the kit gives its events names no one else uses).  None if absent."""
+    the kit gives its events names no one else uses).  FILE is the path
+    that defined it (perf probe writes the real path, a user a symlink's),
+    so the two are compared as real paths.  None if absent."""
+    real = os.path.realpath(binary)
     with open(os.path.join(find(), "uprobe_profile")) as f:
         for ln in f:
             parts = ln.split()
-            if len(parts) >= 3 and parts[-2] == event and " ".join(parts[:-2]) == binary:
+            if len(parts) >= 3 and parts[-2] == event and \
+                    os.path.realpath(" ".join(parts[:-2])) == real:
                 return int(parts[-1])
     return None
+
+
+WITNESS = "hits in uprobe_profile"  # the kernel's own count of a uprobe event's traps
+
+
+def profile_witness(event, binary, threads):
+    """(the kernel's hit count of EVENT on BINARY as an Events.also
+    witness, or None; what the note says of it).  Before Linux 6.12 the
+    hit counter is a plain increment shared by all CPUs (made per-CPU by
+    10cdb82aa77f, "uprobes: turn trace_uprobe's nhit counter to be per-CPU
+    one"), so with 2+ threads it may lose hits: no witness there."""
+    n = hits(event, binary)
+    if n is None:
+        raise TracerError(f"{event} on {binary} is missing from uprobe_profile")
+    if threads > 1 and kernel_version() < (6, 12):
+        return None, (f"{n} {WITNESS}; before Linux 6.12 the hit counter is not exact with "
+                      f"{threads} threads (10cdb82aa77f), so it is no witness")
+    return (WITNESS, n), f"{n} {WITNESS}"
+
+
+def site(run, note_ref=False):
+    """(file offset, semaphore file offset or None, fetch arg) of the
+    probe that run.cfg.probe names on run.build (ftrace's, and perf's by
+    offset); TracerError where the binary has no such marker.  NOTE_REF:
+    the marker's semaphore as its reference counter wherever the note has
+    one (as perf probe does for an SDT event: the kernel refuses, EINVAL,
+    a second uprobe at one site with another reference counter, so a
+    user's own perf probe there and the kit's must agree)."""
+    elf = Elf(run.build)
+    if run.cfg.probe == "return":  # nothing to fetch: the function returns void
+        return elf.file_offset(elf.symbol("single_trace")), None, ""
+    if run.cfg.probe == "function":
+        return elf.file_offset(elf.symbol("single_trace")), None, first_arg_fetch()
+    notes = [n for n in elf.sdt_notes() if n.name == run.cfg.marker]
+    if not notes:
+        raise TracerError(f"{run.build}: no SDT marker {run.cfg.marker}")
+    n = notes[0]
+    sem = None
+    if note_ref and n.semaphore:
+        sem = elf.file_offset(n.semaphore)
+    elif run.cfg.probe == "marker-semaphore" and (n.semaphore or not run.workload):
+        if not n.semaphore:  # (a real program's marker may have none: then none)
+            raise TracerError(f"{run.build}: the marker has no semaphore")
+        sem = elf.file_offset(n.semaphore)
+    return elf.file_offset(n.pc), sem, first_arg_fetch(n.args)
 
 
 def first_arg_fetch(sdt_args=None):

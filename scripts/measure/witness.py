@@ -1,0 +1,92 @@
+"""witness.py: counts that check themselves where the program keeps none.
+
+A real program's row (the python-*, postgres-* and user-* families,
+workloads.py) is checked against the program's own count of its marker
+where it keeps one.  Where it keeps none, two witnesses that need no help
+from the program:
+
+1. The kernel's hit counter, in the same run (record.verdict): ftrace's
+   and perf's events are uprobe events, and uprobe_profile counts each
+   one's traps.  A count equal to it is `agreed`.
+2. The other tracers, across runs (this file, once the matrix is done):
+   where every run the kernel witnessed (1) saw the same number of events
+   a call (a call: one run of a user's command, a transaction, ...), k,
+   a row no kernel counter witnesses (bpftrace's, SystemTap's) must have
+   seen k x its calls; equal, it is `agreed` with those tracers; else a
+   `mismatch` that gives every number.  Where the witnessed runs saw
+   different numbers a call, the workload itself varies from run to run
+   (PostgreSQL's lwlock__acquire; a JVM's start-up), no other run can
+   witness this one, and the row stays `unverified`, saying so.
+
+The rule is exact, never "within some %": a workload that varies gets no
+cross-run witness at all (tests/test_witness.py: a varying one, a fixed
+one, a tracer that miscounts by one event).
+
+Nothing to run: measure/matrix.py calls judge() on the folder's rows.
+"""
+from fractions import Fraction
+
+import configs
+import record
+import workloads
+
+
+
+def family(row):
+    """(workload, marker) of ROW's configuration, or None (not a real
+    program's row, or a name the table no longer has)."""
+    c = configs.BY_NAME.get(row["config"])
+    return (c.workload, c.marker) if c and c.workload else None
+
+
+def count(text):
+    return record.num(text)
+
+
+def judge(rows):
+    """{index in ROWS: (status, reason, events expected)} for the rows the
+    other tracers' counts witness; ROWS are a folder's runs.csv rows (as
+    read, strings), none changed here."""
+    out = {}
+    by_family = {}
+    for i, r in enumerate(rows):
+        f = family(r)
+        if f:
+            by_family.setdefault(f, []).append(i)
+    for f, idx in by_family.items():
+        kernel = [rows[i] for i in idx if rows[i]["status"] == "agreed"
+                  and rows[i]["reason"].startswith(f"agreed with {record.SAME_RUN}")
+                  and count(rows[i]["calls"])]
+        call = workloads.get(f[0]).call
+        for i in idx:
+            r = rows[i]
+            seen, calls = count(r["events_seen"]), count(r["calls"])
+            others = [w for w in kernel if w["tracer"] != r["tracer"]]
+            if r["status"] != "unverified" or seen is None or not calls or not others:
+                continue
+            out[i] = against(r, seen, calls, others, call)
+    return out
+
+
+def against(r, seen, calls, others, call):
+    """(status, reason, events expected) of row R (SEEN events in CALLS
+    calls) against the kernel-witnessed runs OTHERS of other tracers."""
+    per_call = {Fraction(count(w["events_seen"]) + (count(w["events_dropped"]) or 0),
+                         count(w["calls"])) for w in others}
+    tracers = ", ".join(sorted({w["tracer"] for w in others}))
+    if len(per_call) > 1:
+        lo, hi = min(per_call), max(per_call)
+        return ("unverified", r["reason"] + (
+            f"; the workload's count varies from run to run ({float(lo):g} to {float(hi):g} "
+            f"events a {call} in the {len(others)} runs of {tracers} that the kernel's hit "
+            "counter witnessed), so no other run can witness this one"), None)
+    k = min(per_call)  # (the only one)
+    witness = (f"{tracers} ({k} events a {call} in each of their {len(others)} runs, each "
+               "equal to the kernel's hit counter)")
+    expected = k * calls
+    if expected.denominator != 1:
+        return ("mismatch", f"the tracer saw {seen} events in {calls} {call}s, where {witness} "
+                f"says {float(expected):g}", None)
+    status, reason = record.witnessed(seen, count(r["events_dropped"]) or 0, int(expected),
+                                      witness)
+    return status, reason, int(expected)
