@@ -6,7 +6,10 @@ target's record and its format, the row builders (a measured, a skipped
 and a failed run's row), the verdict that turns what a tracer saw into a
 status, and the folder's writer (Folder) and reader (load).
 
-Nothing to run; `python3 scripts/record.py` prints the statuses.
+Nothing to run; `python3 scripts/record.py` prints the statuses.  Some 460
+lines, past the house's ~450: the row's whole life (its columns, statuses,
+verdicts and witnesses, the folder's writer and reader) is one home until
+the house's second floor splits it by job.
 """
 import csv
 import datetime
@@ -227,6 +230,11 @@ def verdict(attached, expected, ev, overwrite=False, corrupted=0, calls=None):
 SAME_RUN = "the kernel's hit counter in the same run"  # a same-run witness's words
 
 
+def kernel_witnessed(row):
+    """ROW (as read) was agreed with its kernel's hit counter in its run."""
+    return row["status"] == "agreed" and row["reason"].startswith(f"agreed with {SAME_RUN}")
+
+
 def witnessed(seen, dropped, count, witness):
     """(status, reason) of a count SEEN (+ DROPPED) where the program keeps
     none and a WITNESS (words: whose count, where) counted COUNT of the
@@ -333,27 +341,32 @@ class Folder:
         """Rewrites runs.csv with the statuses JUDGE(rows) gives ({index:
         (status, reason, events expected or None)}; the rows as read,
         strings): every row kept, the new file in place of the old at
-        once (os.replace), or the old one left whole.  The rows changed."""
+        once (os.replace), or the old one left whole; the file open for
+        more rows again whatever happened.  The rows changed."""
         self._file.close()
         path = os.path.join(self.dir, "runs.csv")
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-        changes = judge(rows)
-        if changes:
+        tmp = path + f".{os.getpid()}"
+        try:
+            with open(path, newline="") as f:
+                rows = list(csv.DictReader(f))
+            changes = judge(rows)
             for i, (status, reason, expected) in changes.items():
                 rows[i].update(status=status, reason=reason)
                 if expected is not None:
                     rows[i]["events_expected"] = expected
-            tmp = path + f".{os.getpid()}"
-            with open(tmp, "w", newline="") as f:
-                w = csv.DictWriter(f, COLUMNS)
-                w.writeheader()
-                w.writerows(rows)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        self._file = open(path, "a", newline="")
-        self._csv = csv.DictWriter(self._file, COLUMNS)
+            if changes:
+                with host.deferred(), open(tmp, "w", newline="") as f:
+                    w = csv.DictWriter(f, COLUMNS)
+                    w.writeheader()
+                    w.writerows(rows)
+                    f.flush()
+                    os.fsync(f.fileno())
+                    os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            self._file = open(path, "a", newline="")
+            self._csv = csv.DictWriter(self._file, COLUMNS)
         return len(changes)
 
     def close(self):

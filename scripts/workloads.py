@@ -158,18 +158,19 @@ class Postgres(Workload):
         self.remove([self.folders(os.path.join(kit_scratch, "x"))[1]])
 
     def semaphore_holders(self, target_pid):
-        """The postmaster (the held driver's child running PROGRAM): the
-        backends it forks for pgbench's clients after the hold inherit
-        its raised counter (fork copies the page; no exec follows)."""
+        """Every process of the cluster running PROGRAM: the postmaster
+        (the held driver's child) and what it forked before the hold (the
+        checkpointer, background writer, WAL writer, ...); the backends it
+        forks for pgbench's clients after the hold inherit its raised
+        counter (fork copies the page; no exec follows)."""
         real = os.path.realpath(self.program)
         out = []
-        for pid, fields in host.live():
-            if int(fields[1]) == target_pid:
-                try:
-                    if os.path.realpath(f"/proc/{pid}/exe") == real:
-                        out.append(pid)
-                except OSError:
-                    pass
+        for pid in host.below(target_pid):
+            try:
+                if os.path.realpath(f"/proc/{pid}/exe") == real:
+                    out.append(pid)
+            except OSError:
+                pass
         return out
 
     def bystanders(self):
@@ -279,6 +280,25 @@ class Command(Workload):
         """None: the command's processes start after the attach, each from
         an exec, so there is nothing to raise a semaphore in beforehand."""
         return []
+
+    def bystanders(self):
+        """Processes not the kit's that map PROGRAM at the attach (a shared
+        library's every user: any C++ program has libstdc++): a probe by
+        path counts their events too.  The command's own processes start
+        after the attach; the kit's (this one and what it started) are left
+        out."""
+        real, mine = os.path.realpath(self.program), {os.getpid(), *host.below(os.getpid())}
+        out = []
+        for pid in host.pids():
+            if pid in mine:
+                continue
+            try:
+                with open(f"/proc/{pid}/maps") as f:
+                    if any(ln.rstrip("\n").endswith(" " + real) for ln in f):
+                        out.append(pid)
+            except OSError:
+                pass
+        return out
 
 
 def set_user(target, provider, marker, command):

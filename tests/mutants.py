@@ -36,7 +36,7 @@ MUTANTS = [
      "also, said = tracefs.profile_witness(self.event(run), run.build, run.threads)",
      f'also, said = ("hits", {PLANNED}), ""', ["Misses.test_ftrace_sdt"]),
     ("bpftrace's path unquoted", "scripts/tracers/bpftrace.py",
-     """return f'"{path}"'""", "return path", ["Cxx"]),
+     """return f'"{path}"'""", "return path", ["Paths", "Cxx"]),
     ("perf forgets an event whose perf probe failed", "scripts/tracers/perf.py",
      "            if status != 0:\n                raise TracerError(self.add_failed(",
      "            if status != 0:\n                run.state.group = None\n"

@@ -367,7 +367,7 @@ class Leftovers(StateTest):
         else:
             self.assertIn(row["status"], ("ok", "corrupted"), row["reason"])
 
-    def test_someone_elses_perf_event_is_named_and_kept(self):
+    def test_someone_elses_perf_event_is_kept(self):
         """An sdt_benchmark:single_trace event the kit did not make (here
         the test's own, made with perf probe as a user would, perf's
         default name) is no obstacle and is kept: the kit's event is the

@@ -306,7 +306,9 @@ class Cxx(UserRows):
     grammars take the path quoted), at 1 and 2 copies, each count agreed
     with a witness.  A user's own perf probe of perf's default name
     (sdt_libstdcxx:throw) and a foreign uprobe on the same library are
-    there before and after, untouched, and uprobe_events is as it was."""
+    there before and after, untouched, and uprobe_events is as it was.
+    Any C++ program running on the machine meanwhile throws into the same
+    count (the kernel's hit counter too): a test machine runs none."""
     THROWS = 1000
 
     def test_every_tracer_on_libstdcxx_throw_by_a_symlink(self):
@@ -324,8 +326,12 @@ class Cxx(UserRows):
             try:
                 before = uprobe_events()
                 self.assertIn("p:foreign_kit_test/foreign_throw", before)
+                # before Linux 6.12 the hit counter is no witness at 2 threads
+                # (tracefs.profile_witness), and 2-thread rows would stay unverified
+                from tracers import tracefs
+                threads = "1,2" if tracefs.kernel_version() >= (6, 12) else "1"
                 r = self.user(f"{prog} {self.THROWS}", res, target=link, probe="libstdcxx:throw",
-                              threads="1,2")
+                              threads=threads)
                 self.assertEqual(r.returncode, 0, r.stderr[-2000:])
                 self.assertEqual(uprobe_events(), before)  # theirs kept, none of the kit's left
                 rows, _ = rows_of(res)

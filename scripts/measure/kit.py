@@ -49,6 +49,7 @@ class Run:
         self.build = self.workload.program if self.workload else target_path(cfg.build)
         self.target_pid = None  # the target's, once started (Supervisor.execute)
         self.raised = None  # {marker: semaphore before} that the runner raised in it
+        self.raised_in = 0  # in how many processes (workloads.semaphore_holders)
         self.prepared = []  # the workload's own arguments (Workload.prepare)
         self.bystanders = []  # processes of its program not the kit's, at the attach
         kit.serial += 1
@@ -182,9 +183,9 @@ class Kit:
                     try:
                         if not holders:
                             raise ValueError(f"no process of {run.build} to raise them in")
-                        for pid in holders:
-                            run.raised = workloads.raise_semaphores(pid, run.build,
-                                                                    cfg.semaphores)
+                        raised = [workloads.raise_semaphores(pid, run.build, cfg.semaphores)
+                                  for pid in holders]
+                        run.raised, run.raised_in = raised[0], len(raised)  # (the first's)
                     except (OSError, ValueError) as e:
                         raise TracerError(f"could not raise the semaphores of "
                                           f"{', '.join(cfg.semaphores)}: {e}")
@@ -240,7 +241,8 @@ class Kit:
             row["workload"] = json.dumps(rec["workload"], sort_keys=True)
         if run.raised:
             note += "; raised through /proc/PID/mem before the calls: " + ", ".join(
-                f"{m}'s semaphore (it read {v})" for m, v in run.raised.items())
+                f"{m}'s semaphore (it read {v})" for m, v in run.raised.items()) + (
+                f" in {run.raised_in} processes" if run.raised_in > 1 else "")
         row.update(events_seen=ev.seen, events_dropped=ev.dropped, note=note.lstrip("; "),
                    runtime=ev.runtime)
         calls, planned = row["calls"], run.threads * run.iterations

@@ -33,10 +33,12 @@ import workloads
 
 
 def family(row):
-    """(workload, marker) of ROW's configuration, or None (not a real
-    program's row, or a name the table no longer has)."""
+    """(workload, marker, threads) of ROW's configuration, or None (not a
+    real program's row, or a name the table no longer has).  By thread
+    count: a workload's events a call may depend on it (PostgreSQL's
+    lwlock__acquire: ~146 a transaction at 1 client, ~110 at 2)."""
     c = configs.BY_NAME.get(row["config"])
-    return (c.workload, c.marker) if c and c.workload else None
+    return (c.workload, c.marker, row["threads"]) if c and c.workload else None
 
 
 def count(text):
@@ -46,7 +48,8 @@ def count(text):
 def judge(rows):
     """{index in ROWS: (status, reason, events expected)} for the rows the
     other tracers' counts witness; ROWS are a folder's runs.csv rows (as
-    read, strings), none changed here."""
+    read, strings), none changed here.  Only timed runs witness (a
+    warm-up is judged, never a witness)."""
     out = {}
     by_family = {}
     for i, r in enumerate(rows):
@@ -54,9 +57,8 @@ def judge(rows):
         if f:
             by_family.setdefault(f, []).append(i)
     for f, idx in by_family.items():
-        kernel = [rows[i] for i in idx if rows[i]["status"] == "agreed"
-                  and rows[i]["reason"].startswith(f"agreed with {record.SAME_RUN}")
-                  and count(rows[i]["calls"])]
+        kernel = [rows[i] for i in idx if record.kernel_witnessed(rows[i])
+                  and count(rows[i]["calls"]) and count(rows[i]["rep"])]
         call = workloads.get(f[0]).call
         for i in idx:
             r = rows[i]

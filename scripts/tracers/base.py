@@ -36,8 +36,13 @@ def tool_error(text, noise=()):
     lines = [ln.strip() for ln in text.splitlines()]
     lines = [ln for ln in lines if not WORDLESS.match(ln) and not ln.startswith("$ ")
              and not any(n in ln for n in noise)]
-    said = [ln for ln in lines if ERROR_LINE.search(ln)]
-    return (said or lines or [""])[0 if said else -1]
+    said = [i for i, ln in enumerate(lines) if ERROR_LINE.search(ln)]
+    if not said:
+        return lines[-1] if lines else ""
+    i = said[0]
+    if lines[i].endswith(":") and i + 1 < len(lines):  # perf's "Error:", its words below
+        return f"{lines[i]} {lines[i + 1]}"
+    return lines[i]
 
 
 @dataclass
@@ -171,8 +176,9 @@ class Tracer:
                 self.stop_live(run)
                 why = (f"exited with status {live.status}" if ended else
                        f"had no probe live after {timeout} s")
-                with open(run.log, errors="replace") as f:
-                    said = tool_error(f.read(), self.log_noise)
+                with open(run.log, errors="replace") as f:  # from its own command on
+                    said = tool_error(f.read().rpartition("$ " + " ".join(cmd))[2],
+                                      self.log_noise)
                 raise TracerError(f"{os.path.basename(cmd[0])} {why} before its probes were "
                                   "live" + (f": {said}" if said else ""))
             time.sleep(LIVE_POLL_S)

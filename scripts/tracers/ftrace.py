@@ -45,6 +45,9 @@ class Ftrace(Tracer):
     def path_problem(self, path):
         return tracefs.path_problem(path, "ftrace")
 
+    def skip_reason(self, cfg):
+        return tracefs.sites_problem(cfg, "ftrace")
+
     def setup(self, log):
         if not tracefs.MOUNTS.ensure():
             raise TracerError("could not mount tracefs at /sys/kernel/tracing")

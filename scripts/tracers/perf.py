@@ -82,6 +82,9 @@ class Perf(Tracer):
     def path_problem(self, path):
         return tracefs.path_problem(path, "perf probe")
 
+    def skip_reason(self, cfg):
+        return tracefs.sites_problem(cfg, "perf")
+
     def setup(self, log):
         if not tracefs.MOUNTS.ensure():
             raise TracerError("could not mount tracefs at /sys/kernel/tracing")
@@ -262,16 +265,20 @@ class Perf(Tracer):
         finally:
             for fd in run.state.take("control") or ():
                 os.close(fd)
-            group = run.state.take("group")
+            group = run.state.group
             run.state.event = None
             if group:  # the run's own group: everything in it, whatever perf printed
-                if tracefs.group_events(group):
-                    self.sh(self.perf("probe", "-d", f"{group}:*"), log=run.log, check=False)
-                for event in tracefs.group_events(group):  # lines the kit wrote itself
-                    tracefs.remove_uprobe(group, event)
+                try:
+                    if tracefs.group_events(group):
+                        self.sh(self.perf("probe", "-d", f"{group}:*"), log=run.log,
+                                check=False)
+                finally:  # perf hung or failed: the lines go through tracefs all the same
+                    for event in tracefs.group_events(group):
+                        tracefs.remove_uprobe(group, event)
                 left = tracefs.group_events(group)
-                if left:
+                if left:  # kept in run.state: the cleanup's second detach tries again
                     raise TracerError(f"perf probe -d {group}:* left {', '.join(left)} defined")
+                run.state.group = None
 
 
 BACKEND = Perf()

@@ -242,10 +242,12 @@ def site(run, note_ref=False):
         return elf.file_offset(elf.symbol("single_trace")), None, ""
     if run.cfg.probe == "function":
         return elf.file_offset(elf.symbol("single_trace")), None, first_arg_fetch()
-    notes = [n for n in elf.sdt_notes() if n.name == run.cfg.marker]
-    if not notes:
-        raise TracerError(f"{run.build}: no SDT marker {run.cfg.marker}")
-    n = notes[0]
+    provider = run.workload.provider if run.workload else "benchmark"
+    notes = [n for n in elf.sdt_notes() if (n.provider, n.name) == (provider, run.cfg.marker)]
+    if len(notes) != 1:
+        raise TracerError(f"{run.build}: {len(notes) or 'no'} sites of SDT marker "
+                          f"{provider}:{run.cfg.marker}" + (", not 1" if notes else ""))
+    n, = notes
     sem = None
     if note_ref and n.semaphore:
         sem = elf.file_offset(n.semaphore)
@@ -254,6 +256,28 @@ def site(run, note_ref=False):
             raise TracerError(f"{run.build}: the marker has no semaphore")
         sem = elf.file_offset(n.semaphore)
     return elf.file_offset(n.pc), sem, first_arg_fetch(n.args)
+
+
+def sites_problem(cfg, who):
+    """Why WHO (ftrace, perf), which puts one uprobe on one site, cannot
+    probe a real program's row CFG: its marker has several sites in the
+    program (Debian's postgres: sort__start 4, lwlock__wait__start 3), and
+    one site's count is not the marker's, which bpftrace and SystemTap
+    count at every site.  None where it has one (or none to say)."""
+    import workloads  # (the rows of a real program only)
+    w = workloads.get(cfg.workload) if cfg.workload else None
+    if not w or not w.program:
+        return None
+    marker = w.marker or cfg.marker
+    try:
+        n = sum((x.provider, x.name) == (w.provider, marker)
+                for x in Elf(w.program).sdt_notes())
+    except (OSError, ValueError):
+        return None  # (the workload's own check says why)
+    if n > 1:
+        return (f"{w.provider}:{marker} has {n} sites in {w.program}, and {who} puts one uprobe "
+                "on one site a run: the kit does not yet make one event a site")
+    return None
 
 
 def first_arg_fetch(sdt_args=None):
