@@ -41,8 +41,14 @@ class Scripts(StateTest):
         for s in scripts:
             # a real program's script takes the program (@1) and its live line (@2)
             users = [c for c in configs.CONFIGS if c.script == os.path.relpath(s, ROOT)]
-            program = next((workloads.get(c.workload).program for c in users if c.workload), "")
-            args = [program, "probes live", "-x", str(os.getpid())] if program else []
+            real = next((c for c in users if c.workload and workloads.get(c.workload).program),
+                        None)
+            program = workloads.get(real.workload).program if real else ""
+            # a probe by path (stp/mark-by-path.stp) takes the marker (@2) and
+            # the live line (@3), and no -x
+            args = ([] if not real else [program, real.marker, "probes live"]
+                    if real.script == configs.STAP_BY_PATH else
+                    [program, "probes live", "-x", str(os.getpid())])
             for name, flags in runtimes.items():
                 with self.subTest(script=os.path.basename(s), runtime=name):
                     if program and not os.path.exists(program):
