@@ -370,7 +370,9 @@ def analyse(rows, meta):
              "statuses": sorted({r["status"] for r in timed}),
              "stopped": next((r["stopped"] for r in reversed(timed) if r.get("stopped")), ""),
              "failed_reasons": sorted({r["reason"] for r in timed if r["status"] == "failed"}),
-             "notes": sorted({r["note"] for r in measured if r.get("note")})}
+             # a real program's runs' notes (its semaphores, bystanders: predict.causes)
+             "notes": sorted({r["note"] for r in measured if r.get("note")})
+             if configs.real(config) else []}
         c["flags"] = []
         if n_failed:
             c["flags"].append(f"{n_failed}/{len(timed)} runs failed"
