@@ -21,7 +21,7 @@ Q := @
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all list needs packages configs run report test clean help lab lab-shell atlas fleet lifecycle floor versus
+.PHONY: all list needs packages configs run report check test test-host test-guests clean help lab lab-shell atlas fleet lifecycle floor versus
 
 # The builds: src/builds.tsv, one row each (its header says the columns).
 # field(BUILD,N): column N of BUILD's row.
@@ -63,7 +63,7 @@ LIBS.lib := -Lbuild -lkit-bystander -Wl,-rpath,'$$$$ORIGIN'
 KIND = $(call field,$(1),3)
 WANT := $(foreach b,$(BUILDS),$(if $(HAVE.$(call KIND,$(b))),$(b)))
 MISSING_KINDS := $(sort $(foreach b,$(filter-out $(WANT),$(BUILDS)),$(call KIND,$(b))))
-QUIET_GOALS := needs packages list configs help clean
+QUIET_GOALS := needs packages list configs help clean test test-host test-guests
 ifeq ($(filter $(QUIET_GOALS),$(MAKECMDGOALS)),)
 $(foreach k,$(MISSING_KINDS),$(info make: skipping the $(strip $(foreach b,$(BUILDS),\
 	$(if $(filter $(k),$(call KIND,$(b))),$(b)))) build(s): no $(WHAT.$(k)) (Debian package $(PACKAGE.$(k)))))
@@ -226,8 +226,21 @@ floor: build/benchmark-plain build/raw-loop
 versus: build/benchmark-plain build/benchmark-sdt
 	$(Q)$(PYTHON) bench/versus.py
 
-test: all
-	$(Q)$(PYTHON) tests/run_tests.py $${TESTS:+$$TESTS}
+# The suite, tier by tier (tests/run_tests.py; README says what each holds).
+# `make check` needs no root and installs nothing; the others first install
+# what their tests need (tests/packages.py, naming the packages; NO_INSTALL=1
+# forbids), then build, so the build sees what was installed.
+TEST_TIERS.test-host := host
+TEST_TIERS.test-guests := guests
+
+check: all
+	$(Q)$(PYTHON) tests/run_tests.py --tier check $${TESTS:+$$TESTS}
+
+test test-host test-guests:
+	$(call check_given,NO_INSTALL)
+	$(Q)$(PYTHON) tests/packages.py
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(PYTHON) tests/run_tests.py $(if $(TEST_TIERS.$@),--tier $(TEST_TIERS.$@)) $${TESTS:+$$TESTS}
 
 clean:
 	rm -rf build
@@ -247,7 +260,9 @@ help:
 	@$(PYTHON) scripts/fleet.py --vars | sed 's/^/                    /'
 	@echo "make lifecycle    attach and detach time against probes and processes, and what an untraced process pays; its variables:"
 	@$(PYTHON) scripts/lifecycle.py --vars | sed 's/^/                    /'
-	@echo "make test         the test suite (TESTS=name to pick some)"
+	@echo "make test         the test suite, every tier, installing what it needs first (TESTS=name to pick some; NO_INSTALL=1)"
+	@echo "make check        its tier that needs no root, tracer or guest (minutes, as any user)"
+	@echo "make test-host    its tier of root, real tracers and programs;  make test-guests: what boots QEMU"
 	@echo "make floor        the baseline's loop against a raw loop (bench/floor.py)"
 	@echo "make versus       the kit against hyperfine on the idle marker (bench/versus.py)"
 	@echo "make clean        remove build/"

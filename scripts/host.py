@@ -537,6 +537,9 @@ def make_all(who):
     return ok
 
 
+MATPLOTLIB_PACKAGE = "python3-matplotlib"  # Debian's: what the plots need
+
+
 def has_matplotlib(python):
     """PYTHON can import matplotlib (found, not imported: importing it takes
     a second)."""

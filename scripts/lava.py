@@ -94,7 +94,12 @@ def yaml_module():
         import yaml
         return yaml
     except ImportError:
-        sys.exit("lava: needs PyYAML (Debian package python3-yaml)")
+        sys.exit(f"lava: needs PyYAML (Debian package {NEEDS['yaml']})")
+
+
+# The Debian packages behind LAVA's parts (their one home: the messages
+# below, the suite's list in tests/packages.py).
+NEEDS = {"lava_common": "lava-common", "lava-run": "lava-dispatcher", "yaml": "python3-yaml"}
 
 
 def reexec_for_lava(argv):
@@ -117,7 +122,7 @@ def validate_job(job):
         import voluptuous
         from lava_common.schemas import validate
     except ImportError:
-        sys.exit("lava: needs LAVA's lava_common (Debian package lava-common) under "
+        sys.exit(f"lava: needs LAVA's lava_common (Debian package {NEEDS['lava_common']}) under "
                  f"{sys.executable}; /usr/bin/python3 has it once installed")
     if "device_type" not in job and "multinode" not in (job.get("protocols") or {}):
         return '"device_type" or multinode should be defined'  # lava-server's own check
@@ -133,7 +138,7 @@ def validate_testdef(doc):
         import voluptuous
         from lava_common.schemas.test.testdef import validate
     except ImportError:
-        sys.exit("lava: needs LAVA's lava_common (Debian package lava-common)")
+        sys.exit(f"lava: needs LAVA's lava_common (Debian package {NEEDS['lava_common']})")
     try:
         validate(doc)
     except voluptuous.Invalid as e:
@@ -247,7 +252,7 @@ def run_job(suite, configs_text, results):
               file=sys.stderr)
         return 2
     if not shutil.which("lava-run"):
-        print("lava: lava-run not found (Debian package lava-dispatcher)", file=sys.stderr)
+        print(f"lava: lava-run not found (Debian package {NEEDS['lava-run']})", file=sys.stderr)
         return 2
     env = supermin_env(suite)
     if not env:

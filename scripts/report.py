@@ -120,7 +120,7 @@ def plots(a, folder, p=None):
     made, drawn = plotting.plots(a, folder, p)
     if made is None:
         print(f"report: no plots: matplotlib cannot be imported by {sys.executable}, nor by "
-              "/usr/bin/python3; install Debian's python3-matplotlib", file=sys.stderr)
+              f"/usr/bin/python3; install Debian's {host.MATPLOTLIB_PACKAGE}", file=sys.stderr)
         return [], {}
     return made, {png: {f"{c}@{t}": how for (c, t), how in cells.items()}
                   for png, cells in drawn.items()}

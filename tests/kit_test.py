@@ -25,7 +25,7 @@ def build(name):
     return os.path.join(BUILD, f"benchmark-{name}")
 
 
-# In CI (CI=true) .ci/run installs every tool and runs as root, so a test
+# In CI (CI=true) make test installs every tool and runs as root, so a test
 # that would be skipped for want of one is a failure there: a green CI
 # means every tracer ran.
 IN_CI = os.environ.get("CI") == "true"
@@ -47,10 +47,35 @@ if "TIMINGS" not in os.environ:
     os.environ["TIMINGS"] = os.path.join(_timings, "timings.json")
 
 
+# The suite's tiers, in the order `make test` runs them (`make check`,
+# `make test-host`, `make test-guests`: run_tests.py --tier).  A test
+# class names its tier (`tier = "host"`); a class that names none is a
+# check.  A check that asks for root or a tracer fails, saying so: the
+# tier `make check` runs as an ordinary user cannot hold it.
+TIERS = {
+    "check": "no root, no tracer, no guest, no network: inputs, the record, statistics, "
+             "the render and atlas goldens, the ties",
+    "host": "root: the real tracers and programs on this machine, faults, lifecycle, fleet",
+    "guests": "root: everything that boots QEMU (make lab's guests, LAVA's job, the where "
+              "plugin)",
+}
+
+
+def tier_of(test):
+    return getattr(type(test), "tier", "check")
+
+
+def not_a_check(tc, what):
+    if tier_of(tc) == "check":
+        tc.fail(f"{type(tc).__name__} is in the check tier, which runs without {what}: "
+                f"give the class tier = 'host' (or 'guests')")
+
+
 def unavailable(tc, why):
-    """Skip TC because something it needs is missing here; fail it in CI."""
+    """Skip TC because something it needs is missing here; fail it in CI
+    (where make test installed it)."""
     if IN_CI:
-        tc.fail(f"in CI, where .ci/run installed it, this cannot be skipped: {why}")
+        tc.fail(f"in CI, where make test installed it, this cannot be skipped: {why}")
     tc.skipTest(why)
 
 
@@ -60,6 +85,7 @@ def need_build(tc, name):
 
 
 def need_root(tc):
+    not_a_check(tc, "root")
     if os.geteuid() != 0:
         unavailable(tc, "needs root (uprobes, tracefs)")
 
@@ -73,6 +99,7 @@ def need(tc, *commands):
 def need_tracer(tc, name):
     """Root and the tracer NAME's back-end available here."""
     import tracers
+    not_a_check(tc, "a tracer")
     need_root(tc)
     why = tracers.get(name).available()
     if why:
@@ -132,6 +159,7 @@ def tracing_state():
 class StateTest(unittest.TestCase):
     """A test case that checks the tracing state is the same after each
     test as before it."""
+    tier = "host"  # (reading uprobe_events is root's)
 
     def setUp(self):
         self._state = tracing_state()

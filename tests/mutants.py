@@ -210,6 +210,15 @@ MUTANTS = [
     ("lifecycle's guest report calling instructions ns", "scripts/render/lifecycle.py",
      'ICOUNT_CLOCK = ("guest s", "guest ms", "instructions",',
      'ICOUNT_CLOCK = ("guest s", "guest ms", "ns",', ["GuestClock.test_guest_folder_and_summary"]),
+    ("a check that asks for root goes unnoticed", "tests/kit_test.py",
+     '    if tier_of(tc) == "check":\n        tc.fail(', '    if False:\n        tc.fail(',
+     ["Tiers.test_each_tier_its_own"]),
+    ("the tiers run in any order", "tests/run_tests.py",
+     "key=lambda t: order.index(kit_test.tier_of(t)))", "key=lambda t: -order.index(kit_test.tier_of(t)))",
+     ["Tiers.test_each_tier_its_own"]),
+    ("a module that cannot be imported runs in the check tier only", "tests/run_tests.py",
+     '''                                                  or type(t).__name__ == "_FailedTest")''',
+     ")", ["Tiers.test_an_import_failure_in_every_tier"]),
 ]
 
 def copy_tree(dst):
@@ -277,10 +286,13 @@ def mutant(path, old, new, tests):
             r = subprocess.run([sys.executable, os.path.join(d, "tests", "run_tests.py"), t],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                cwd=d, env=dict(os.environ, CI="true"))
-            m = re.search(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", r.stdout, re.M)
+            # the closing line is the last such line (a test's own message
+            # may quote a sample suite's)
+            ms = re.findall(r"^(\d+) passed, (\d+) failed, (\d+) skipped$", r.stdout, re.M)
+            m = ms and [None, *ms[-1]]
             if not m:
                 return f"NO RESULT from {t}: {r.stdout[-300:]}"
-            if int(m.group(2)):
+            if int(m[2]):
                 # A kill is an assertion of the named tests failing (unittest's
                 # FAIL), not any failure: an ERROR (an exception, a flaky
                 # tool) kills nothing.
@@ -291,7 +303,7 @@ def mutant(path, old, new, tests):
                 why = [ln.strip() for ln in r.stdout.splitlines()
                        if ln.strip().startswith("AssertionError")]
                 return f"killed by {hit[0]}" + (f": {why[0][:120]}" if why else "")
-            if not int(m.group(1)):
+            if not int(m[1]):
                 return f"NO TEST RAN for {t}"
     return "SURVIVED"
 

@@ -105,6 +105,11 @@ class Inputs(unittest.TestCase):
                 self.assertIn(want, r.stderr)
                 self.assertFalse(os.path.exists(d))
 
+
+class Mirror(unittest.TestCase):
+    """What the host's Debian mirror has (the network: not a check)."""
+    tier = "host"
+
     def test_kernel_the_mirror_lacks(self):
         """A kernel the mirror does not have is refused before anything is
         made, naming the kernels' suites it has."""

@@ -20,6 +20,7 @@ import unittest
 
 from kit_test import (ROOT, SCRIPTS, StateTest, descendants, need_root, run, unavailable,
                       stop_when)
+import fleet as fleet_py
 from render import fleet as render_fleet
 from render.formats import f_x
 
@@ -30,7 +31,8 @@ NOWHERE_PORT = 1  # the example's unreachable host: 127.0.0.1, this port
 
 def need_ansible(tc):
     if not shutil.which("ansible-playbook"):
-        unavailable(tc, "ansible-playbook not found (Debian package ansible-core)")
+        unavailable(tc, f"ansible-playbook not found (Debian package "
+                    f"{fleet_py.NEEDS['ansible-playbook']})")
 
 
 def fleet(env, results, timeout=1800):
@@ -41,6 +43,7 @@ def fleet(env, results, timeout=1800):
 class Refused(unittest.TestCase):
     """Bad input stops the fleet before anything is sent: exit 2, the
     variable named, no fleet folder, no host's folder."""
+    tier = "host"  # (ansible-inventory reads the inventory)
 
     def check(self, env, want):
         need_ansible(self)

@@ -93,26 +93,6 @@ class Inputs(unittest.TestCase):
         self.assertIn("LAB_CONFIGS 'postgres-untraced' is not allowed: postgres-untraced run a "
                       "program the guests' root file system does not hold", r.stderr)
 
-    def test_kernel_axis_refused(self):
-        """SUITE:KERNEL: a KERNEL that is no suite's name is refused by the
-        parser; one the mirror does not have (woody, long archived) is
-        refused before anything is built, naming the kernels' suites it
-        has; neither makes a folder or a cache."""
-        r = run([sys.executable, LAB_PY, "--lab", "sid:Trixie"])
-        self.assertEqual(r.returncode, 2)
-        self.assertIn("LAB 'sid:Trixie' is not allowed: want a comma-separated list of SUITE or "
-                      "SUITE:KERNEL", r.stderr)
-        with tempfile.TemporaryDirectory() as res:
-            r = run([sys.executable, LAB_PY, "--lab", "sid:woody", "--results", res])
-            if "cannot reach the host's Debian mirror" in r.stderr or "no Debian mirror" in r.stderr:
-                unavailable(self, r.stderr.strip())
-            self.assertEqual(r.returncode, 2, r.stderr)
-            self.assertRegex(r.stderr, r"LAB 'sid:woody' is not allowed: the host's Debian mirror "
-                                       r"has no woody \(dists/SUITE/Release\); the kernels' "
-                                       r"suites it has: .*\bsid\b")
-            self.assertEqual(os.listdir(res), [])
-        self.assertFalse(os.path.exists(os.path.join(common.LAB_DIR, "sid+woody")))
-
     def test_lifecycle_inputs(self):
         """LIFECYCLE=1 takes make lifecycle's own inputs, checked here before
         anything is built or booted, and no configuration."""
@@ -145,6 +125,32 @@ class Inputs(unittest.TestCase):
                      "ACCEL=auto", "LAB_TIME_LIMIT=0", "LAB_CONFIGS=every configuration",
                      "LIFECYCLE=0", "PROBES=1,10,100\n", "PROCS=1,10\n"):
             self.assertRegex(r.stdout, r"make lab .*\n(\s+\S.*\n)*\s+" + re.escape(line))
+
+
+class KernelAxis(unittest.TestCase):
+    """SUITE:KERNEL against the host's Debian mirror (the network: not a
+    check)."""
+    tier = "host"
+
+    def test_kernel_axis_refused(self):
+        """SUITE:KERNEL: a KERNEL that is no suite's name is refused by the
+        parser; one the mirror does not have (woody, long archived) is
+        refused before anything is built, naming the kernels' suites it
+        has; neither makes a folder or a cache."""
+        r = run([sys.executable, LAB_PY, "--lab", "sid:Trixie"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("LAB 'sid:Trixie' is not allowed: want a comma-separated list of SUITE or "
+                      "SUITE:KERNEL", r.stderr)
+        with tempfile.TemporaryDirectory() as res:
+            r = run([sys.executable, LAB_PY, "--lab", "sid:woody", "--results", res])
+            if "cannot reach the host's Debian mirror" in r.stderr or "no Debian mirror" in r.stderr:
+                unavailable(self, r.stderr.strip())
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertRegex(r.stderr, r"LAB 'sid:woody' is not allowed: the host's Debian mirror "
+                                       r"has no woody \(dists/SUITE/Release\); the kernels' "
+                                       r"suites it has: .*\bsid\b")
+            self.assertEqual(os.listdir(res), [])
+        self.assertFalse(os.path.exists(os.path.join(common.LAB_DIR, "sid+woody")))
 
 
 class TwoLabs(unittest.TestCase):
@@ -402,6 +408,7 @@ class WordLists(unittest.TestCase):
     directory" lines once went into the guests' package list, the root
     file system was rebuilt for packages named 'Leaving' and 'make[1]:',
     and mmdebstrap failed with the cached one already gone."""
+    tier = "guests"
 
     def test_under_make_dash_c(self):
         name = re.compile(r"[a-z0-9][a-z0-9+.-]+")
@@ -608,6 +615,8 @@ class TornMeta(unittest.TestCase):
 
 
 class RealPrograms(unittest.TestCase):
+    tier = "guests"
+
     def test_python_in_the_guests(self):
         """Debian's CPython in make lab: on bookworm (3.11, function__entry
         there) python-ftrace-entry counts every call at 1 and 2 threads, in
@@ -648,6 +657,8 @@ class RealPrograms(unittest.TestCase):
 
 
 class MixedKernel(unittest.TestCase):
+    tier = "guests"
+
     def test_quick_on_another_suites_kernel(self):
         """LAB=sid:trixie-backports QUICK=1: sid's tools on trixie-backports'
         kernel boot and run QUICK: the guest's kernel is that suite's (a
@@ -677,6 +688,8 @@ class MixedKernel(unittest.TestCase):
 
 
 class LifecycleGuest(unittest.TestCase):
+    tier = "guests"
+
     def test_lifecycle_in_a_guest(self):
         """make lab LIFECYCLE=1 on sid at its smallest (ftrace, 1 and 10
         sites, 1 process, CELL_S=0: the pilots alone, and its bystander
@@ -754,6 +767,8 @@ class KvmVerdict(unittest.TestCase):
 
 
 class Quick(unittest.TestCase):
+    tier = "guests"
+
     def test_quick_lab(self):
         """In the guest, on the module runtime with modules built in the
         chroot: stap-mark counts exactly at 1 and 2 threads (flight
@@ -835,6 +850,7 @@ class Icount(unittest.TestCase):
     """ICOUNT=1 (the default under TCG): the guest's clock counts
     instructions, and the kit's own timing path turns them into per-call
     figures exact enough to see one instruction."""
+    tier = "guests"
 
     def lab(self, res):
         r = run([sys.executable, LAB_PY, "--quick", "1", "--accel", "tcg", "--icount", "1",
@@ -880,6 +896,8 @@ class Icount(unittest.TestCase):
 
 
 class Shell(unittest.TestCase):
+    tier = "guests"
+
     def test_shell_counts_instructions(self):
         """make lab-shell under TCG (ICOUNT=1): a command typed in the guest
         gets the lab's yardstick, the clock counting instructions; typed
@@ -929,6 +947,8 @@ class Shell(unittest.TestCase):
 
 
 class Faults(unittest.TestCase):
+    tier = "guests"
+
     def test_a_guest_past_its_time_limit(self):
         """A guest that has not finished at LAB_TIME_LIMIT (here 5 s, less
         than a boot takes under TCG): qemu is killed, the suite's rows are

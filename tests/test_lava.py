@@ -14,6 +14,7 @@ import unittest
 
 from kit_test import EXPECTED, ROOT, SCRIPTS, descendants, need_root, run, unavailable
 import configs
+import lava as kit_lava
 import record
 
 LAVA_PY = os.path.join(SCRIPTS, "lava.py")
@@ -30,7 +31,8 @@ def need_lava(tc):
     r = subprocess.run([DEB_PYTHON, "-c", "import lava_common.schemas, yaml"],
                        stderr=subprocess.PIPE, text=True)
     if r.returncode:
-        unavailable(tc, "LAVA's lava_common not importable (Debian package lava-common)")
+        unavailable(tc, "LAVA's lava_common not importable (Debian package "
+                    f"{kit_lava.NEEDS['lava_common']})")
 
 
 class Cases(unittest.TestCase):
@@ -77,6 +79,8 @@ class Cases(unittest.TestCase):
 
 
 class Schemas(unittest.TestCase):
+    tier = "guests"
+
     def setUp(self):
         need_lava(self)
 
@@ -136,6 +140,8 @@ class Schemas(unittest.TestCase):
 
 
 class Run(unittest.TestCase):
+    tier = "guests"
+
     def test_a_quick_job(self):
         """lava-run (Debian's lava-dispatcher, no lava-server) runs the job
         for real: make lab's sid guest under TCG with -icount, the kit
@@ -145,7 +151,7 @@ class Run(unittest.TestCase):
         need_root(self)
         need_lava(self)
         if not shutil.which("lava-run"):
-            unavailable(self, "lava-run not found (Debian package lava-dispatcher)")
+            unavailable(self, f"lava-run not found (Debian package {kit_lava.NEEDS['lava-run']})")
         if not os.path.isdir(os.path.join(ROOT, "build", "lab", "sid", "rootfs", "boot")):
             unavailable(self, "no make lab root file system for sid (test_lab builds it)")
         before = set(os.listdir(LAVA_TMP)) if os.path.isdir(LAVA_TMP) else set()

@@ -1,5 +1,7 @@
 """The suite's own closing line (tests/run_tests.py): one outcome per
-test, however many of its subtests failed or were skipped."""
+test, however many of its subtests failed or were skipped; its tiers
+(each runs only its own classes, and a check that asks for root fails);
+each tier's time and the slowest tests printed before that line."""
 import os
 import tempfile
 import unittest
@@ -25,6 +27,87 @@ class Sample(unittest.TestCase):
     def test_skipped(self):
         self.skipTest("not here either")
 '''
+
+
+TIERED = '''import unittest
+
+from kit_test import need_root
+
+
+class Check(unittest.TestCase):
+    def test_fine(self):
+        pass
+
+    def test_asks_for_root(self):
+        need_root(self)
+
+
+class Host(unittest.TestCase):
+    tier = "host"
+
+    def test_fine(self):
+        pass
+
+
+class Guests(unittest.TestCase):
+    tier = "guests"
+
+    def test_fine(self):
+        pass
+'''
+
+
+def run_sample(text, *args):
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "test_sample.py"), "w") as f:
+            f.write(text)
+        return run(["python3", os.path.join(ROOT, "tests", "run_tests.py"), "--dir", d, *args],
+                   env=dict(os.environ, CI="false"))
+
+
+class Tiers(unittest.TestCase):
+    def test_each_tier_its_own(self):
+        """--tier check runs Check's two tests, one of which asks for root:
+        it fails, naming the tier (1 passed, 1 failed); --tier host,guests
+        runs the other two (2 passed), host's first; a tier that does not
+        exist is refused (status 2, naming it and the tiers)."""
+        r = run_sample(TIERED, "--tier", "check")
+        lines = r.stdout.strip().splitlines()
+        self.assertEqual(lines[-1], "1 passed, 1 failed, 0 skipped", r.stdout[-1500:])
+        self.assertIn("Check is in the check tier, which runs without root: give the class "
+                      "tier = 'host' (or 'guests')", r.stdout)
+        r = run_sample(TIERED, "--tier", "host,guests")
+        self.assertEqual(r.stdout.strip().splitlines()[-1], "2 passed, 0 failed, 0 skipped",
+                         r.stdout[-1500:])
+        self.assertLess(r.stdout.index("test_sample.Host.test_fine"),
+                        r.stdout.index("test_sample.Guests.test_fine"))
+        r = run_sample(TIERED, "--tier", "check,lab")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("TIER 'lab' is not allowed: want a comma-separated list of check, host, "
+                      "guests", r.stderr)
+
+    def test_an_import_failure_in_every_tier(self):
+        """A test module that cannot be imported fails in whatever tier
+        was asked for (it names no tier: a broken test_lab.py must not
+        leave make test-guests green)."""
+        for tier in ("check", "host", "guests"):
+            r = run_sample("import kit_no_such_module\n", "--tier", tier)
+            self.assertEqual(r.stdout.strip().splitlines()[-1], "0 passed, 1 failed, 0 skipped",
+                             r.stdout[-1500:])
+            self.assertEqual(r.returncode, 1)
+
+    def test_times_before_the_closing_line(self):
+        """Every tier's seconds and test count, then the slowest tests
+        (all four here, fewer than ten), then the closing line, last."""
+        r = run_sample(TIERED)
+        tail = r.stdout[r.stdout.index("\ntiers:\n"):].strip().splitlines()
+        self.assertEqual([ln.split()[0] for ln in tail[1:4]], ["check", "host", "guests"])
+        self.assertRegex(tail[1], r"^  check +\d+\.\d s +2 tests  \(no root")
+        i = tail.index("slowest:")
+        self.assertEqual(len(tail[i + 1:-2]), 4, tail)
+        for ln in tail[i + 1:-2]:
+            self.assertRegex(ln, r"^ +\d+\.\d s  test_sample\.\w+\.test_\w+$")
+        self.assertEqual(tail[-2:], ["", "3 passed, 1 failed, 0 skipped"])
 
 
 class ClosingLine(unittest.TestCase):

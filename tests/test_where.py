@@ -193,6 +193,8 @@ class Inputs(unittest.TestCase):
 
 
 class Plugin(unittest.TestCase):
+    tier = "guests"
+
     def test_built_from_debians_source_package(self):
         """The plugin compiles (-Wall -Wextra -Werror) against the
         qemu-plugin.h of the source package of the installed
@@ -215,6 +217,8 @@ class Plugin(unittest.TestCase):
 
 
 class Guest(unittest.TestCase):
+    tier = "guests"
+
     def test_ftrace_in_sid(self):
         """make lab WHERE=1 LAB=sid LAB_CONFIGS=ftrace-sdt: a real guest under
         the plugin.  Every run's window is matched to it by pid; ftrace's

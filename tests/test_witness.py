@@ -17,6 +17,7 @@ import unittest
 from unittest import mock
 
 import kit_test  # noqa: F401  (puts scripts/ on the path)
+from kit_test import unavailable
 import record
 from measure import witness
 from record import Events
@@ -247,7 +248,7 @@ class Sites(unittest.TestCase):
         import workloads
         pg = workloads.get("postgres")
         if not os.path.exists(pg.program):
-            self.skipTest(f"{pg.program} not installed (Debian package postgresql-15)")
+            unavailable(self, f"{pg.program} not installed (Debian package {pg.package})")
         n = sum((x.provider, x.name) == ("postgresql", "sort__start")
                 for x in workloads.Elf(pg.program).sdt_notes())
         self.assertGreater(n, 1)

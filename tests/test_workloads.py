@@ -23,6 +23,7 @@ import unittest
 from kit_test import (ROOT, StateTest, descendants, kit, need_root, need_tracer, rows_of,
                       start_kit, stop_when, unavailable)
 import configs
+import packages  # (tests/packages.py: the one list)
 import record
 import stats
 import workloads
@@ -42,6 +43,7 @@ class Semaphores(unittest.TestCase):
     """raise_semaphores() adds 1 to a marker's 2-byte counter in the held
     target, read back through /proc/PID/mem: 0 before, 1 after (the line
     marker's, which nothing else raises)."""
+    tier = "host"
 
     def test_line_raised_in_the_held_target(self):
         need_root(self)
@@ -327,7 +329,8 @@ class Cxx(UserRows):
             need_tracer(self, t)
         prog = os.path.join(ROOT, "build", "throw")
         if not os.path.exists(prog):
-            unavailable(self, "build/throw not built (no C++ compiler: Debian package g++)")
+            unavailable(self, "build/throw not built (no C++ compiler: Debian package "
+                        f"{packages.TESTS_ALONE['g++']})")
         lib = libstdcxx(prog)
         with tempfile.TemporaryDirectory(prefix="kit+lib@1.2-x") as tmp, \
                 tempfile.TemporaryDirectory() as res:

@@ -29,7 +29,7 @@ def missing_packages(wanted_tracers, wanted_workloads=()):
     pkgs |= {p for w in wanted_workloads for p in workloads.get(w).missing()}
     pkgs |= host.build_needs()
     if not host.has_matplotlib("/usr/bin/python3"):
-        pkgs.add("python3-matplotlib")
+        pkgs.add(host.MATPLOTLIB_PACKAGE)
     return sorted(pkgs)
 
 
