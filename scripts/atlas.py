@@ -46,6 +46,7 @@ sys.path.insert(0, HERE)
 
 import configs  # noqa: E402
 import host  # noqa: E402
+import kitlock  # noqa: E402
 import params  # noqa: E402
 import workloads  # noqa: E402
 from guest.common import LAB_DIR, LAB_THREADS, LAB_TOP, WHERE_TOP, LabError  # noqa: E402
@@ -99,6 +100,7 @@ PARAMS = [
     Param("ATLAS_HOST", params.flag01("ATLAS_HOST"), True,
           "1: the host's own ns beside the kernels (make run THREADS=1..2), where missing", "1"),
     params.BY_NAME["NO_INSTALL"],
+    params.BY_NAME["LOCK_WAIT_S"],
 ]
 
 
@@ -299,7 +301,7 @@ def main(argv=None):
     want_host = args.atlas_host and (args.atlas_fresh or not has_runs(host_dir))
     with host.stoppable():
         try:
-            host.lock("atlas")  # the lab and the runner below go on under it
+            kitlock.lock("atlas", args.lock_wait_s)  # the lab and the runner below go on under it
             os.makedirs(args.results, exist_ok=True)
             write_atlas_file(args.atlas_dir, {"tools": args.atlas_tools, "kernels": wanted,
                                               "threads": list(LAB_THREADS)})

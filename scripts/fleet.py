@@ -10,19 +10,25 @@ folder brought back under one fleet folder.
 The runner's variables (THREADS, CONFIGS, QUICK, ...) are checked here, on
 the controller, with the runner's own parsers, before anything is sent; a
 bad one, or an inventory Ansible cannot read or that names no host, stops
-it with nothing run anywhere.  Then fleet/playbook.yml unpacks the kit (the
-files git tracks, and those it does not ignore) into each host's folder
-(FLEET_ROOT/HOST, or the host's kit_dir), runs `make run` there with the
-variables given, fetches its newest results folder and removes the pack.
-Where two or more hosts share this machine (the local connection), the play
-runs one host at a time, so that one does not time another's build;
-otherwise hosts run at once, up to MAX_FORKS.  The
+it with nothing run anywhere; so does a value Ansible would template (a
+knob, or a host variable the kit reads, holding Jinja: Ansible would run it
+here, as root).  Then fleet/playbook.yml unpacks the kit (the files git
+tracks: kit_files) into each host's folder (one of its own, removed at the
+end; FLEET_ROOT/HOST, or the host's kit_dir, where given, once the play has
+seen that it is the connecting user's alone), runs `make run` there with
+the variables given, fetches its newest results folder and removes the
+pack.  Where two or more hosts share this machine (the local connection, by
+the name Ansible resolves it to), the play runs one host at a time, each to
+its end (host_pinned, one fork), so that one does not time another's build
+and a host's folder is back before the next starts; otherwise hosts run at
+once, up to MAX_FORKS.  The
 fleet folder, results/<stamp>-fleet/, holds HOST/ (its results folder),
 HOST.log (its make run's output) and fleet.json (each host's status:
 ok, failed or unreachable, and why).  Needs ansible-core on the controller
 (installed as `make run` installs its tools, unless NO_INSTALL=1), and on
 each host what `make run` needs (it installs that itself).
 """
+import contextlib
 import json
 import os
 import re
@@ -53,12 +59,25 @@ CALLBACK, CALLBACK_PACKAGE = "ansible.posix.json", "ansible"
 # its own (its timings, its modules), so they are not handed on.
 LOCAL_FILES = ("TIMINGS", "STAP_MODULES")
 MAX_FORKS = 50  # hosts Ansible works on at once (its own default is 5)
+# A host on this machine: the connection plugin Ansible resolves its
+# ansible_connection to (local, ansible.builtin.local, ansible.legacy.local).
+LOCAL = "ansible.builtin.local"
+# Where Ansible's templating starts (its default delimiters): in a value the
+# play is handed, or a host variable it reads, Ansible runs it on this machine.
+JINJA = ("{{", "{%", "{#")
+# The host variables the kit reads (here, and the play), each a plain string.
+HOST_VARS = ("kit_dir", "ansible_connection")
+# The Ansible Vault file's first line (a copy of the kit never sends one).
+VAULT_HEADER = b"$ANSIBLE_VAULT;"
 PLAYBOOK_S = 6 * 3600  # the whole play, every host: a stated limit
+INTERRUPTED = "the fleet was interrupted"  # the reason of a host that did not finish
 
 
 def fleet_root(text):
     """FLEET_ROOT: an absolute folder outside this checkout (a local host's
-    kit is unpacked there, and must never land on the controller's own)."""
+    kit is unpacked there, and must never land on the controller's own).
+    The play makes it, and FLEET_ROOT/HOST, 0700 where missing, and runs
+    nothing on a host where either is another user's or writable by others."""
     path = os.path.normpath(text)
     if not os.path.isabs(path):
         raise params.argparse.ArgumentTypeError(
@@ -82,9 +101,10 @@ Param = params.Param
 PARAMS = [
     Param("INVENTORY", existing_file, None,
           "an Ansible inventory (YAML or INI) of the hosts to run on", "required"),
-    Param("FLEET_ROOT", fleet_root, "/var/tmp/kit-fleet",
-          "where each host keeps its kit (FLEET_ROOT/HOST), unless the inventory gives the "
-          "host a kit_dir"),
+    Param("FLEET_ROOT", fleet_root, None,
+          "where each host keeps its kit (FLEET_ROOT/HOST, the connecting user's alone), "
+          "unless the inventory gives the host a kit_dir",
+          "a folder of its own on each host, removed at the end"),
     params.BY_NAME["NO_INSTALL"],
 ]
 
@@ -104,6 +124,15 @@ def knobs():
     host's `make run`.  SystemExit (2, the runner's message) on a bad one."""
     names = [p.name for p in runner.parse_args([]).params]  # (exits 2 on a bad value)
     return [f"{n}={os.environ[n]}" for n in names if n in os.environ and n not in LOCAL_FILES]
+
+
+def templated(label, value):
+    """ValueError where VALUE (LABEL's) holds Jinja, which Ansible, templating
+    what the play is handed, would run on this machine."""
+    if any(j in value for j in JINJA):
+        raise ValueError(f"{label} '{value}' is not allowed: want no "
+                         f"{', '.join(repr(j) for j in JINJA)} (Ansible would run it as a "
+                         "template on this machine)")
 
 
 def has_callback():
@@ -129,20 +158,66 @@ def inventory(path):
     return hosts
 
 
-def check_hosts(hosts, root):
-    """ValueError for a host the play must not touch: a local one whose
-    kit_dir is the controller's checkout (or holds it)."""
+def ansible_python():
+    """The interpreter Ansible runs with (ansible-playbook's first line)."""
+    with open(shutil.which("ansible-playbook"), "rb") as f:
+        first = f.readline().decode(errors="replace")
+    words = first[2:].split() if first.startswith("#!") else []
+    return words[-1] if words and os.path.isabs(words[-1]) else "/usr/bin/python3"
+
+
+def connections(hosts):
+    """{host: the fully qualified name of the connection plugin Ansible
+    resolves its ansible_connection to (Ansible's configured default where
+    it names none), or None where Ansible has no such plugin}, asked of
+    Ansible's own plugin loader: `local`, `ansible.builtin.local` and
+    `ansible.legacy.local` are one plugin.  ValueError where it cannot say."""
+    ask = r"""
+import json, sys
+import ansible.constants as C
+from ansible.plugins.loader import connection_loader
+out = {}
+for n in json.load(sys.stdin):
+    name = n or C.DEFAULT_TRANSPORT
+    c = connection_loader.find_plugin_with_context("ssh" if name == "smart" else name)
+    out[n] = c.resolved_fqcn if c.resolved else None
+print(json.dumps(out))
+"""
+    names = sorted({v.get("ansible_connection") or "" for v in hosts.values()})
+    r = subprocess.run([ansible_python(), "-c", ask], input=json.dumps(names),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    try:
+        fqcn = json.loads(r.stdout) if r.returncode == 0 else None
+    except ValueError:
+        fqcn = None
+    if not isinstance(fqcn, dict):
+        raise ValueError("Ansible's plugin loader could not name the hosts' connections: "
+                         + one_line((r.stderr.strip().splitlines() or ["no message"])[-1]))
+    return {h: fqcn.get(v.get("ansible_connection") or "") for h, v in hosts.items()}
+
+
+def check_hosts(hosts, root, plugins):
+    """ValueError for a host the play must not touch: one whose HOST_VARS
+    are not plain strings or hold Jinja (Ansible would run it here), or a
+    local one (PLUGINS: connections()) whose kit folder is the controller's
+    checkout (or holds it)."""
     for name, v in hosts.items():
         if not all(c.isalnum() or c in "-_." for c in name) or name.startswith(".") \
                 or name in (FLEET_JSON, "summary.md"):
             raise ValueError(f"host '{name}': a fleet folder is named after each host: want "
                              "letters, digits, '-', '_' or '.', not first, and not "
                              f"{FLEET_JSON} or summary.md")
+        for var in HOST_VARS:
+            if v.get(var) is not None and not isinstance(v[var], str):
+                raise ValueError(f"host '{name}': {var} '{v[var]}' is not allowed: want a "
+                                 "string")
+            if v.get(var) is not None:
+                templated(f"host '{name}': {var}", v[var])
         d = v.get("kit_dir")
-        if d is not None and (not isinstance(d, str) or not os.path.isabs(d)):
+        if d is not None and not os.path.isabs(d):
             raise ValueError(f"host '{name}': kit_dir '{d}' is not allowed: want an absolute "
                              "path")
-        if v.get("ansible_connection") == "local":
+        if plugins[name] == LOCAL and (d or root):
             d = os.path.realpath(d or os.path.join(root, name))
             here = os.path.realpath(ROOT)
             if os.path.commonpath([d, here]) in (d, here):
@@ -150,31 +225,67 @@ def check_hosts(hosts, root):
                                  "the play would unpack over it")
 
 
-def kit_files():
-    """The kit's files as the controller has them, relative to ROOT: git's
-    tracked files and those it does not ignore; outside a git checkout
-    (a copy), every file but build/, results/ and .git."""
-    r = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "-c", "-o", "--exclude-standard"],
-                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
+def kit_files(root=ROOT):
+    """The kit's files as the controller has them, relative to ROOT, and
+    a line saying what was left out (or None).  Every host gets them, so
+    never a file git does not track: an operator's group_vars, vault files
+    or .env beside the kit are untracked, and a file git ignores (build/,
+    results/) is no kit's.  git's index (`git ls-files -c`) is the rule,
+    so a new file of the kit goes once it is added (or `git add -N`).
+    Outside a git checkout (a release copy, tests/mutants.py's copies)
+    nothing says which files are the kit's, and stopping there would leave
+    a copy no fleet; so there it is every file but build/, results/, any
+    name starting with '.' (.env, .git), Ansible's group_vars/ and
+    host_vars/, and any file that is an Ansible Vault, and the line says so."""
+    r = subprocess.run(["git", "-C", root, "ls-files", "-z", "-c"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
     if r.returncode == 0:
-        return r.stdout.decode().split("\0")
+        files = [f for f in r.stdout.decode().split("\0") if f]
+        o = subprocess.run(["git", "-C", root, "ls-files", "-z", "-o", "--exclude-standard"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
+        left = [f for f in o.stdout.decode().split("\0") if f] if o.returncode == 0 else []
+        return files, (f"{len(left)} files git does not track are not sent (git add them to "
+                       f"send them): {', '.join(left[:5])}" + (", ..." if len(left) > 5 else "")
+                       if left else None)
     files = []
-    for d, dirs, names in os.walk(ROOT):
-        if d == ROOT:
-            dirs[:] = [x for x in dirs if x not in ("build", "results", ".git")]
-        files += [os.path.relpath(os.path.join(d, n), ROOT) for n in names]
-    return files
+    for d, dirs, names in os.walk(root):
+        dirs[:] = [x for x in dirs if not x.startswith(".") and x not in ("group_vars", "host_vars")
+                   and not (d == root and x in ("build", "results"))]
+        for n in names:
+            if not n.startswith(".") and os.path.isfile(os.path.join(d, n)):
+                with open(os.path.join(d, n), "rb") as f:
+                    if f.read(len(VAULT_HEADER)) == VAULT_HEADER:
+                        continue
+                files.append(os.path.relpath(os.path.join(d, n), root))
+    why = one_line((r.stderr.decode(errors="replace").strip().splitlines() or ["no git"])[-1])
+    return files, (f"{root} is not a git checkout ({why}): sending every file but build/, "
+                   "results/, dot-files, group_vars/, host_vars/ and Ansible Vault files")
 
 
-def pack_kit(dst, leave=()):
+def pack_kit(dst, leave=(), root=ROOT):
     """The kit's files (kit_files) in the tarball DST, but LEAVE (the
-    inventory, where it lies in the checkout: it may hold secrets)."""
+    inventory, where it lies in the checkout: it may hold secrets); the
+    line kit_files said, or None."""
     leave = {os.path.realpath(x) for x in leave}
-    files = [f for f in kit_files() if os.path.realpath(os.path.join(ROOT, f)) not in leave]
+    files, said = kit_files(root)
+    files = [f for f in files if os.path.realpath(os.path.join(root, f)) not in leave]
     with tarfile.open(dst, "w:gz") as t:
         for f in files:
-            if f and os.path.isfile(os.path.join(ROOT, f)):
-                t.add(os.path.join(ROOT, f), arcname=f)
+            if os.path.isfile(os.path.join(root, f)):
+                t.add(os.path.join(root, f), arcname=f)
+    return said
+
+
+def check_handed(words, args):
+    """ValueError for a value the play is handed (the extra variables)
+    that Ansible would template: the knobs, FLEET_ROOT, the fleet folder's
+    path (--results) and the kit's pack's (the temporary folder)."""
+    for w in words:
+        name, _, value = w.partition("=")
+        templated(name, value)
+    templated("FLEET_ROOT", args.fleet_root or "")
+    templated("--results", os.path.abspath(args.results))
+    templated("TMPDIR", tempfile.gettempdir())
 
 
 def outcomes(report, hosts):
@@ -228,12 +339,68 @@ def unpack(fleet, name):
     return size if os.path.isdir(os.path.join(fleet, name)) else None
 
 
+def fleet_folder(results):
+    """A new results/<stamp>-fleet folder (two fleets in one second: the
+    second gets -2)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    fleet, n = os.path.join(results, f"{stamp}-fleet"), 1
+    os.makedirs(results, exist_ok=True)
+    while True:
+        try:
+            os.mkdir(fleet)
+            return fleet
+        except FileExistsError:
+            n += 1
+            fleet = os.path.join(results, f"{stamp}-fleet-{n}")
+
+
+def gather(fleet, got):
+    """GOT ({host: its status and reason}) with each host's pack unpacked
+    into the fleet folder and its bytes: one that came back is ok where
+    GOT says interrupted, and one said ok whose folder did not come back
+    failed."""
+    for name in got:
+        try:
+            got[name]["bytes"] = unpack(fleet, name)
+        except (tarfile.TarError, OSError, EOFError) as e:
+            got[name] = {"status": "failed", "reason": f"its pack could not be read: {e}",
+                         "bytes": None}
+            continue
+        if got[name]["bytes"] is not None and got[name]["reason"] == INTERRUPTED:
+            got[name] = {"status": "ok", "reason": "", "bytes": got[name]["bytes"]}
+        if got[name]["status"] == "ok" and got[name]["bytes"] is None:
+            got[name] = {"status": "failed", "reason": "no results folder came back",
+                         "bytes": None}
+    return got
+
+
+@contextlib.contextmanager
+def own_folders(names):
+    """{host: a folder of its own} for the hosts NAMES on this machine that
+    were given none: made here (mkdtemp: root's, 0700), so that whatever
+    ends the play (its end, a failure, Ctrl-C) the fleet removes them
+    itself; a remote host's is the play's (tempfile), removed by the play."""
+    made = {}
+    try:
+        for name in names:
+            made[name] = tempfile.mkdtemp(prefix=f"kit-fleet-{name}-")
+        yield made
+    finally:
+        for d in made.values():
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.vars:
         print("\n".join(params.defaults(PARAMS)))
         return 0
     words = knobs()  # the runner's variables, checked before anything is sent
+    try:
+        check_handed(words, args)
+    except ValueError as e:
+        say(f"fleet: {e}")
+        return 2
     host.install("fleet", sorted({pkg for cmd, pkg in NEEDS.items() if not shutil.which(cmd)}),
                  args.no_install)
     missing = [cmd for cmd in NEEDS if not shutil.which(cmd)]
@@ -248,35 +415,37 @@ def main(argv=None):
             return 2
     try:
         hosts = inventory(args.inventory)
-        check_hosts(hosts, args.fleet_root)
+        plugins = connections(hosts)
+        check_hosts(hosts, args.fleet_root, plugins)
     except ValueError as e:
         say(f"fleet: {e}")
         return 2
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    fleet, n = os.path.join(args.results, f"{stamp}-fleet"), 1
-    os.makedirs(args.results, exist_ok=True)
-    while True:  # two fleets in one second: the second gets -2
-        try:
-            os.mkdir(fleet)
-            break
-        except FileExistsError:
-            n += 1
-            fleet = os.path.join(args.results, f"{stamp}-fleet-{n}")
-    local = [h for h, v in hosts.items() if v.get("ansible_connection") == "local"]
-    say(f"fleet: {len(hosts)} hosts ({', '.join(hosts)}); make run {' '.join(words)}"
-        + ("; those on this machine one at a time" if len(local) > 1 else ""))
-    with tempfile.TemporaryDirectory(prefix="kit-fleet-") as tmp:
+    local = [h for h in hosts if plugins[h] == LOCAL]
+    with tempfile.TemporaryDirectory(prefix="kit-fleet-") as tmp, own_folders(
+            [h for h in local if args.fleet_root is None and "kit_dir" not in hosts[h]]) as mine:
         tarball = os.path.join(tmp, "kit.tar.gz")
-        pack_kit(tarball, leave=[args.inventory])
+        left = pack_kit(tarball, leave=[args.inventory])
+        if left:
+            say(f"fleet: {left}")
+        fleet = fleet_folder(args.results)
+        say(f"fleet: {len(hosts)} hosts ({', '.join(hosts)}); make run {' '.join(words)}"
+            + ("; those on this machine one at a time" if len(local) > 1 else ""))
         extra = os.path.join(tmp, "vars.json")
-        host.write_json(extra, {"kit_tarball": tarball, "kit_vars": words,
+        host.write_json(extra, {"kit_tarball": tarball, "kit_vars": words, "kit_local": mine,
                                 "fleet_root": args.fleet_root, "fleet_dir": fleet})
         t0 = time.monotonic()
         # Stopped (Ctrl-C, SIGTERM, its limit), the play and every process
         # below it get SIGTERM, and the fleet waits until each is gone: each
         # local make run cleans up as it does at a terminal, after
         # ansible-playbook has exited; SIGKILL after host.STOP_GRACE_S
-        # (host.stop_tree).
+        # (host.stop_tree).  Two or more hosts here: one fork, each host's
+        # tasks to its end before the next host's (host_pinned; a failed
+        # host stops none after it, as serial: 1 would), so a folder is
+        # back before the next host starts and survives a Ctrl-C.
+        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK=CALLBACK,
+                   ANSIBLE_HOST_KEY_CHECKING="False", ANSIBLE_RETRY_FILES_ENABLED="False")
+        if len(local) > 1:
+            env["ANSIBLE_STRATEGY"] = "host_pinned"
         errors = open(os.path.join(tmp, "stderr"), "w+")
         with host.stoppable():
             p = subprocess.Popen(
@@ -284,20 +453,21 @@ def main(argv=None):
                  "--forks", str(1 if len(local) > 1 else min(len(hosts), MAX_FORKS)),
                  PLAYBOOK], stdout=subprocess.PIPE, stderr=errors, text=True,
                 errors="replace", start_new_session=True, preexec_fn=host.default_signals,
-                env=dict(os.environ, ANSIBLE_STDOUT_CALLBACK=CALLBACK,
-                         ANSIBLE_HOST_KEY_CHECKING="False", ANSIBLE_RETRY_FILES_ENABLED="False"))
+                env=env)
             try:
                 out, _ = p.communicate(timeout=PLAYBOOK_S)
                 code = p.returncode
             except KeyboardInterrupt:
                 host.stop_tree(p)
+                # what came back is kept: a host whose folder is here ran
+                # (its make run's status never reached us); the others did not
+                got = gather(fleet, {h: {"status": "failed", "reason": INTERRUPTED} for h in hosts})
                 host.write_json(os.path.join(fleet, FLEET_JSON), {
                     "inventory": os.path.abspath(args.inventory), "make_vars": words,
-                    "fleet_root": args.fleet_root, "interrupted": True,
-                    "hosts": {h: {"status": "failed", "reason": "the fleet was interrupted",
-                                  "bytes": None} for h in hosts}})
+                    "fleet_root": args.fleet_root, "interrupted": True, "hosts": got})
                 say(f"fleet: interrupted; what came back is in {os.path.relpath(fleet, ROOT)}/"
-                    " (a remote host's make run, over SSH without a terminal, runs on)")
+                    + (" (a remote host's make run, over SSH without a terminal, runs on, and"
+                       " its own kit folder stays there)" if len(local) < len(hosts) else ""))
                 return 130
             except subprocess.TimeoutExpired:
                 host.stop_tree(p)
@@ -316,17 +486,7 @@ def main(argv=None):
         say(f"fleet: ansible-playbook exited with status {code} and no report: "
             + one_line((said or out)[-400:]))
         return 1
-    got = outcomes(report, hosts)
-    for name in hosts:
-        try:
-            got[name]["bytes"] = unpack(fleet, name)
-        except (tarfile.TarError, OSError) as e:
-            got[name] = {"status": "failed", "reason": f"its pack could not be read: {e}",
-                         "bytes": None}
-            continue
-        if got[name]["status"] == "ok" and got[name]["bytes"] is None:
-            got[name] = {"status": "failed", "reason": "no results folder came back",
-                         "bytes": None}
+    got = gather(fleet, outcomes(report, hosts))
     host.write_json(os.path.join(fleet, FLEET_JSON), {
         "inventory": os.path.abspath(args.inventory), "make_vars": words,
         "fleet_root": args.fleet_root, "seconds": round(seconds, 1), "hosts": got})
@@ -338,7 +498,6 @@ def main(argv=None):
     say(f"fleet: {ran} of {len(got)} hosts ran, in {seconds:.0f} s; results in "
         f"{os.path.relpath(fleet, ROOT)}/")
     return 0 if ran and shown.returncode == 0 else 1  # each host's own row says why
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -7,9 +7,7 @@ NO_INSTALL=1), `make all`, and whether an interpreter has matplotlib.
 
 Nothing to run: `import host`.
 """
-import atexit
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -95,101 +93,6 @@ def stoppable():
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-
-
-# -- one kit at a time -----------------------------------------------------------
-# Two kits on one machine would share the LTTng session daemon and the
-# tracefs mount (the first one's teardown kills or unmounts them under the
-# second) and delete each other's guest images: make run, make lab and the
-# suite's root tests hold this lock (KIT_LOCK names another file, for the
-# tests of the lock itself).  A second one says who holds it and waits.
-LOCK = os.environ.get("KIT_LOCK") or "/run/lock/usdt-tracing-kit.lock"
-_held = []  # the open file whose flock this process holds
-
-
-def ancestors():
-    """The pids above this process, its parent first."""
-    out, pid = [], os.getppid()
-    while pid > 1:
-        out.append(pid)
-        st = proc_stat(pid)
-        pid = int(st[1][1]) if st else 0
-    return out
-
-
-def lock(who):
-    """Takes the machine-wide lock for WHO (run, lab, tests), waiting
-    while another kit holds it, and holds it until this process ends,
-    when its file is removed; a kit below the one that holds it (the
-    suite's runs) goes on under it."""
-    if _held:
-        return
-    os.makedirs(os.path.dirname(LOCK), exist_ok=True)
-    said = False
-    while True:
-        f = open_lock()
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            holder = f.read().split()
-            pid = int(holder[0]) if holder and holder[0].isdigit() else None
-            if pid in ancestors():
-                f.close()
-                return  # under the kit that holds it: its lock is ours
-            if not said:
-                what = f"pid {pid}, {' '.join(holder[1:]) or '?'}" if pid else "a process"
-                say(f"{who}: another kit holds {LOCK} ({what}); waiting for it to finish "
-                    "(Ctrl-C stops this one, nothing done yet)")
-                said = True
-            fcntl.flock(f, fcntl.LOCK_EX)
-        if same_file(f, LOCK):
-            break
-        f.close()  # its holder removed the file as we waited on it: the new one's
-    if said:
-        say(f"{who}: {LOCK} is ours now")
-    if f.writable():
-        f.seek(0)
-        f.truncate()
-        f.write(f"{os.getpid()} {who}\n")
-        f.flush()
-    _held.append(f)
-    atexit.register(unlock)
-
-
-def open_lock():
-    """LOCK opened for its flock: made writable by all (a kit without root,
-    uftrace's and LTTng's rows, takes it too), read-only where another
-    user's file is not writable (flock needs no write)."""
-    try:
-        fd = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            os.fchmod(fd, 0o666)
-        except PermissionError:
-            pass  # another user's file, open for writing all the same
-        return os.fdopen(fd, "r+")
-    except PermissionError:
-        return open(LOCK, "r")
-
-
-def same_file(f, path):
-    try:
-        return os.path.samestat(os.fstat(f.fileno()), os.stat(path))
-    except FileNotFoundError:
-        return False
-
-
-def unlock():
-    """The lock's file removed (while still held, so that a kit waiting
-    on it takes the next one, see lock()) and let go."""
-    for f in _held:
-        try:
-            if same_file(f, LOCK):
-                os.unlink(LOCK)
-        except OSError:
-            pass  # another user's file, in a sticky folder: it stays, unlocked
-        f.close()
-    _held.clear()
 
 
 # -- commands ------------------------------------------------------------------

@@ -77,6 +77,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import host  # noqa: E402
+import kitlock  # noqa: E402
 import lifecycle  # noqa: E402
 import params  # noqa: E402
 import workloads  # noqa: E402
@@ -157,6 +158,7 @@ PARAMS = [
     Param("QUICK", params.flag01("QUICK"), False, "1: sid's " + ", ".join(QUICK_CONFIGS)
           + f", ITER={QUICK_ITER}, {LAB_RUNS} runs a cell", "0"),
     params.BY_NAME["NO_INSTALL"],
+    params.BY_NAME["LOCK_WAIT_S"],
     Param("LAB_CONFIGS", lab_configs, [], "configurations to run in the guest, names or "
           "patterns (the SystemTap ones need modules, built beforehand; others, such as "
           "site-*-ftrace, run as on the host)", "every configuration (QUICK: "
@@ -249,7 +251,7 @@ def main(argv=None):
     folders = []
     with host.stoppable():
         try:
-            host.lock("lab")  # one kit at a time (make atlas's two labs of a kernel: under its lock)
+            kitlock.lock("lab", args.lock_wait_s)  # one kit at a time (make atlas's two labs of a kernel: under its lock)
             need_host_tools(args.no_install)
             if not host.make_all("lab"):
                 return 1

@@ -270,9 +270,11 @@ def run_job(suite, configs_text, results):
 
 def run_locked(suite, configs_text, results, rootfs, env):
     import host
+    import kitlock
+    import params
     from guest.init import fill, write_init
     from guest.suite import make_image, put_kit
-    host.lock("lava")  # the lab's root file system is changed (its /kit, its shell init)
+    kitlock.lock("lava", params.from_env("LOCK_WAIT_S"))  # the lab's root file system is changed (its /kit, its shell init)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = os.path.join(results, f"{stamp}-lava")
     os.makedirs(out)

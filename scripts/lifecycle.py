@@ -52,6 +52,8 @@ sys.path.insert(0, HERE)
 import configs  # noqa: E402
 import elfinfo  # noqa: E402
 import host  # noqa: E402
+import kitlock  # noqa: E402
+import leftovers  # noqa: E402
 import params  # noqa: E402
 import record  # noqa: E402
 from host import ROOT, Interrupted, say  # noqa: E402
@@ -144,6 +146,7 @@ PARAMS = [
     Param("BY_RUNS", params.int_in("BY_RUNS", 2, 100), 5,
           "bystander runs of each way, and of the untraced process with no tracer before it"),
     params.BY_NAME["NO_INSTALL"],
+    params.BY_NAME["LOCK_WAIT_S"],
 ]
 NEEDS = {"bpftrace": "bpftrace", "perf": "linux-perf", "stap": "systemtap"}  # a tracer's command: its package
 
@@ -378,7 +381,7 @@ class Ftrace:
 
     def __init__(self, kit, binary, sites, pid_filter=None, pid_only=False):
         self.kit, self.binary, self.sites = kit, binary, sites
-        self.group = f"kit_lc_{os.getpid()}"
+        self.group = leftovers.lifecycle_group(os.getpid())
         self.pid_filter, self.pid_only = pid_filter, pid_only
         self.defined = []
         self.inst = os.path.join(kit.tracefs, "instances", self.group)
@@ -1012,7 +1015,8 @@ def main(argv=None):
     kit = None
     with host.stoppable():
         try:
-            host.lock("lifecycle")
+            kitlock.lock("lifecycle", args.lock_wait_s)
+            leftovers.sweep("lifecycle")  # a killed kit's, before anything is attached
             missing = sorted({NEEDS[t] for t in args.tracers
                               if available(t)})
             host.install("lifecycle", missing, args.no_install)

@@ -15,6 +15,7 @@ import random
 import re
 import shlex
 import struct
+import sys
 from dataclasses import dataclass
 
 import configs
@@ -22,6 +23,7 @@ import elfinfo
 import record
 import workloads
 
+import kitlock
 from host import ROOT
 
 MAX_THREADS = 1024  # as in src/benchmark.c
@@ -284,6 +286,9 @@ PARAMS = [
           "THREADS=1..2, no warm-up", "0"),
     Param("NO_INSTALL", flag01("NO_INSTALL"), False, "1: never install missing Debian packages",
           "0"),
+    Param("LOCK_WAIT_S", seconds_in("LOCK_WAIT_S", 1, 7 * 86400), kitlock.LOCK_WAIT_S,
+          "seconds to wait while another kit holds the machine's lock, then stop with nothing "
+          "done"),
     Param("MAX_RUN_S", seconds_in("MAX_RUN_S", 0, 3600, " (0: no cap)"), 0.1,
           "a traced cell's calls are cut so one run takes about this long (0: ITER)"),
     Param("MIN_RUN_S", seconds_in("MIN_RUN_S", 0, 3600, " (0: ITER)"), 0.05,
@@ -386,6 +391,21 @@ def parse_args(argv, extra=()):
     a.configs = a.configs or [c for c in configs.CONFIGS
                               if (c.workload == "user" if a.target else c.default)]
     return a
+
+
+def from_env(name):
+    """Variable NAME as the environment gives it, by its parser (exit 2
+    naming it and its range), else its default: for a command without a
+    parser of its own (the suite, make lava's job)."""
+    par = BY_NAME[name]
+    text = os.environ.get(name)
+    if text is None:
+        return par.default
+    try:
+        return par.parse(text)
+    except argparse.ArgumentTypeError as e:
+        print(e, file=sys.stderr)
+        raise SystemExit(2)
 
 
 def defaults(params):

@@ -24,6 +24,8 @@ import configs  # noqa: E402
 import params  # noqa: E402
 import tracers  # noqa: E402
 import host  # noqa: E402
+import kitlock  # noqa: E402
+import leftovers  # noqa: E402
 from host import Interrupted, say  # noqa: E402
 from measure import matrix  # noqa: E402
 from measure.kit import Kit  # noqa: E402
@@ -48,7 +50,8 @@ def main(argv=None):
     # everything attached undone, and the cleanup run to its end.
     with host.stoppable():
         try:
-            host.lock("run")  # one kit at a time; input was checked, nothing done yet
+            kitlock.lock("run", args.lock_wait_s)  # one kit at a time; input was checked, nothing done yet
+            leftovers.sweep("run")  # a killed kit's, before anything is attached
             skip = matrix.prepare(args, wanted)
             if isinstance(skip, int):
                 return skip

@@ -17,6 +17,7 @@ import os
 import platform
 import pwd
 import shutil
+import stat
 import struct
 import subprocess
 import sys
@@ -199,7 +200,7 @@ class Postgres(Workload):
                       if os.path.isdir(d))
         if roots:
             said += [str(pid) for pid in host.kill_all(
-                lambda pid, _f: (cwd_of(pid) or "/").startswith(roots))]
+                lambda pid, _f: ((cwd_of(pid) or "/") + os.sep).startswith(roots))]
         for pidfile in (f for r in roots for f in glob.glob(os.path.join(r, "*", PG_PIDFILE))):
             seg = shm_of(pidfile)
             if seg and shm_free(*seg):
@@ -223,6 +224,17 @@ def cluster_root():
 
 
 PG_OWNER = "postgres"
+
+
+def cluster_owner_uid():
+    """Whose the clusters' folders are: PG_OWNER's under root (prepare),
+    else this user's."""
+    if os.geteuid() == 0:
+        try:
+            return pwd.getpwnam(PG_OWNER).pw_uid
+        except KeyError:
+            return 0
+    return os.geteuid()
 PG_PIDFILE = "postmaster.pid"
 PG_BIN = "/usr/lib/postgresql/15/bin"
 
@@ -237,9 +249,15 @@ def cwd_of(pid):
 def shm_of(pidfile):
     """(key, id) of the SysV shared memory that a postmaster.pid names (its
     7th line, "KEY ID"), or None."""
-    try:
-        with open(pidfile) as f:
-            key, shmid = f.read().splitlines()[6].split()[:2]
+    try:  # a plain file only, read whole but bounded (never a FIFO's open, /dev/zero's read)
+        fd = os.open(pidfile, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            text = os.read(fd, 4096).decode(errors="replace")
+        finally:
+            os.close(fd)
+        key, shmid = text.splitlines()[6].split()[:2]
         return int(key), int(shmid)
     except (OSError, IndexError, ValueError):
         return None
@@ -250,7 +268,7 @@ def shm_free(key, shmid):
     is attached to it (/proc/sysvipc/shm): a postmaster.pid left by a
     killed server may name an id since given to someone else."""
     try:
-        uid = pwd.getpwnam(PG_OWNER).pw_uid if os.geteuid() == 0 else os.geteuid()
+        uid = cluster_owner_uid()
         with open("/proc/sysvipc/shm") as f:
             for line in f.readlines()[1:]:
                 # key shmid perms size cpid lpid nattch uid ...

@@ -24,6 +24,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import leftovers  # noqa: E402
 from tracers import tracefs  # noqa: E402
 PLANNED = "run.threads * run.iterations"  # what a back-end that assumes would say
 
@@ -207,6 +208,41 @@ MUTANTS = [
     ("a stop waits for a build on a terminal", "scripts/tracers/stap_preflight.py",
      "host.stop(p, True, host.TOOL_GRACE_S)", "pass",
      ["TwoLabs.test_a_stop_stops_a_build_on_a_terminal"]),
+    ("the fleet leaving a local host's own kit folder", "scripts/fleet.py",
+     "            shutil.rmtree(d, ignore_errors=True)\n", "            pass\n",
+     ["Quick.test_ctrl_c_mid_run"]),
+    ("the lock believing the pid written in its file", "scripts/kitlock.py",
+     "pids = holders(f)", "pids = [int(x) for x in f.read().split()[:1] if x.isdigit()]",
+     ["OneAtATime.test_a_forged_pid_is_not_believed"]),
+    ("the lock following a link", "scripts/kitlock.py",
+     "flags = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC", "flags = os.O_NONBLOCK | os.O_CLOEXEC",
+     ["OneAtATime.test_a_file_not_the_kits_is_refused"]),
+    ("the lock taking another user's file", "scripts/kitlock.py",
+     "or st.st_uid not in (0, mine):", "or False:",
+     ["OneAtATime.test_a_file_not_the_kits_is_refused"]),
+    ("the lock waiting for ever", "scripts/kitlock.py",
+     "        if time.monotonic() >= end:", "        if False:",
+     ["OneAtATime.test_a_forged_pid_is_not_believed"]),
+    ("the lock's holders taken from /proc/locks alone", "scripts/kitlock.py",
+     "return sorted(p for p in pids if has_open(p, st))", "return sorted(pids)",
+     ["OneAtATime.test_holders_are_those_with_it_open"]),
+    ("a root kit waiting on any user's hold", "scripts/kitlock.py",
+     "if os.geteuid() == 0 and 0 not in map(uid_of, pids) and same_file(f, LOCK):", "if False:",
+     ["OneAtATimeAsRoot"]),
+    ("the lock left writable by all", "scripts/kitlock.py",
+     "os.fchmod(fd, 0o644)", "pass", ["OneAtATime.test_a_file_not_the_kits_is_refused"]),
+    ("the sweep following a link planted under a kit's name", "scripts/leftovers.py",
+     "if not the_kits_folder(path):", "if not os.path.isdir(path):", ["KilledKit"]),
+    ("the sweep taking a name it does not make whole", "scripts/leftovers.py",
+     "m = kind.fullmatch(name)", "m = kind.match(name)", ["KilledKit"]),
+    ("the sweep taking a live kit's leftovers", "scripts/leftovers.py",
+     '0 < pid <= pid_max() and not os.path.exists(f"/proc/{pid}")', "0 < pid <= pid_max()",
+     ["KilledKit"]),
+    ("the next kit leaving a killed kit's uprobes", "scripts/run.py",
+     'leftovers.sweep("run")', "None", ["KilledKit"]),
+    ("the sweep missing a server whose folder is its working directory", "scripts/workloads.py",
+     '((cwd_of(pid) or "/") + os.sep).startswith(roots)', '(cwd_of(pid) or "/").startswith(roots)',
+     ["KilledKit"]),
     ("lifecycle's guest report calling instructions ns", "scripts/render/lifecycle.py",
      'ICOUNT_CLOCK = ("guest s", "guest ms", "instructions",',
      'ICOUNT_CLOCK = ("guest s", "guest ms", "ns",', ["GuestClock.test_guest_folder_and_summary"]),
@@ -219,6 +255,23 @@ MUTANTS = [
     ("a module that cannot be imported runs in the check tier only", "tests/run_tests.py",
      '''                                                  or type(t).__name__ == "_FailedTest")''',
      ")", ["Tiers.test_an_import_failure_in_every_tier"]),
+    ("the fleet unpacking into a folder another user may write", "fleet/library/kit_folder.py",
+     "if st.st_uid != me or st.st_mode & 0o022:", "if False:",
+     ["Planted.test_a_folder_not_the_connecting_users_alone"]),
+    ("the fleet's pack taking files git does not track", "scripts/fleet.py",
+     '"ls-files", "-z", "-c"]', '"ls-files", "-z", "-c", "-o", "--exclude-standard"]',
+     ["KitPack.test_only_what_git_tracks"]),
+    ("the fleet handing Jinja to Ansible", "scripts/fleet.py",
+     "if any(j in value for j in JINJA):", "if False:",
+     ["Refused.test_a_knob_with_jinja", "Refused.test_a_kit_dir_with_jinja"]),
+    ("the fleet missing a local host by its full name", "scripts/fleet.py",
+     "if plugins[name] == LOCAL and (d or root):",
+     'if v.get("ansible_connection") == "local" and (d or root):',
+     ["Refused.test_a_local_host_by_its_full_name_over_the_checkout"]),
+    ("the fleet dropping what came back on Ctrl-C", "scripts/fleet.py",
+     'got = gather(fleet, {h: {"status": "failed", "reason": INTERRUPTED} for h in hosts})',
+     'got = {h: {"status": "failed", "reason": INTERRUPTED, "bytes": None} for h in hosts}',
+     ["Quick.test_ctrl_c_keeps_what_came_back"]),
 ]
 
 def copy_tree(dst):
@@ -235,7 +288,7 @@ def copy_tree(dst):
     # perf probe then refuses the copy's binaries)
     build = os.path.join(ROOT, "build")
     shutil.copytree(build, os.path.join(dst, "build"), symlinks=True,
-                    ignore=shutil.ignore_patterns("lab", "kit-scratch-*", "perf-buildid"))
+                    ignore=shutil.ignore_patterns("lab", leftovers.SCRATCH_GLOB, "perf-buildid"))
     if os.path.isdir(os.path.join(build, "lab")):
         os.symlink(os.path.join(build, "lab"), os.path.join(dst, "build", "lab"))
 

@@ -25,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import fleet  # noqa: E402
 import host  # noqa: E402
+import kitlock  # noqa: E402
 import lava  # noqa: E402
 import params  # noqa: E402
 import tracers  # noqa: E402
@@ -75,7 +76,7 @@ def main(argv):
     have = installed(want)
     missing = [x for x in want if x not in have]
     if missing and os.geteuid() == 0 and not a.no_install:
-        host.lock("test")  # apt-get while no other kit runs (as make run installs)
+        kitlock.lock("test", params.from_env("LOCK_WAIT_S"))  # apt-get while no other kit runs (as make run installs)
     host.install("test", missing, a.no_install)
     return 0
 

@@ -132,8 +132,9 @@ def main(argv):
         # sample folder, --dir, is the suite's test of itself: it attaches
         # nothing, and waits for no other kit.)
         sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
-        import host
-        host.lock("tests")
+        import kitlock
+        import params
+        kitlock.lock("tests", params.from_env("LOCK_WAIT_S"))
     broken = [t for t in tests if type(t).__name__ == "_FailedTest"]
     before = kit_test.tracing_state()
     runner = unittest.TextTestRunner(verbosity=2, stream=sys.stdout, resultclass=Outcomes)

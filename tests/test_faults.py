@@ -2,6 +2,7 @@
 tracing state left exactly as it was, including what a dead tracer left."""
 import glob
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -14,8 +15,11 @@ from kit_test import (ROOT, RUN_PY, SCRIPTS, StateTest, build, kill_during, kit,
 import configs
 import elfinfo
 import host
+import kitlock
+import leftovers
 import record
 import tracers
+import workloads
 from measure import kit as kitmod
 
 
@@ -514,10 +518,10 @@ class OneAtATime(unittest.TestCase):
 
     def test_a_second_kit_waits(self):
         with tempfile.TemporaryDirectory() as tmp:
-            env = dict(os.environ, KIT_LOCK=os.path.join(tmp, "kit.lock"))
+            env = dict(os.environ, KIT_LOCK=os.path.join(tmp, "kit.lock"), LOCK_WAIT_S="120")
             holder = subprocess.Popen(
                 ["python3", "-c", "import sys, time; sys.path.insert(0, sys.argv[1]); "
-                 "import host; host.lock('holder'); print('held', flush=True); time.sleep(120)",
+                 "import kitlock; kitlock.lock('holder'); print('held', flush=True); time.sleep(120)",
                  SCRIPTS], env=env, stdout=subprocess.PIPE, text=True)
             res = os.path.join(tmp, "results")
             try:
@@ -527,8 +531,9 @@ class OneAtATime(unittest.TestCase):
                                       "--configs", "baseline"], cwd=ROOT, env=env,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                 line = p.stderr.readline()
-                self.assertIn(f"another kit holds {env['KIT_LOCK']} (pid {holder.pid}, holder); "
-                              "waiting for it to finish", line)
+                self.assertRegex(line, rf"another kit holds {re.escape(env['KIT_LOCK'])} \(pid "
+                                 rf"{holder.pid}, user \S+: python3 -c import sys.*\); waiting "
+                                 r"for it to finish, 120 s at most \(LOCK_WAIT_S")
                 time.sleep(1)
                 self.assertIsNone(p.poll(), "it did not wait")
                 self.assertFalse(os.path.exists(res), "it made its results folder while waiting")
@@ -541,6 +546,221 @@ class OneAtATime(unittest.TestCase):
                 self.assertEqual(row["status"], "ok")
             finally:
                 holder.kill()
+
+    def quick_run(self, env, res):
+        """make run's smallest (the baseline, one run) with ENV, in RES; a
+        kit still waiting after 60 s fails the test."""
+        try:
+            return run(["python3", RUN_PY, "--no-install", "1", "--no-report", "--results", res,
+                        "--quick", "1", "--threads", "1", "--configs", "baseline"], env=env,
+                       timeout=60)
+        except subprocess.TimeoutExpired:
+            self.fail("the kit was still running after 60 s (waiting past LOCK_WAIT_S?)")
+
+    def test_a_forged_pid_is_not_believed(self):
+        """Another user's process holds the flock and writes into the file
+        the pid of a process above the kit (here the test's own), as if
+        the kit ran under it: the kit believes the kernel's list of
+        holders, not the file, so it waits, names the real holder, and
+        after LOCK_WAIT_S stops with nothing done (exit 1, no folder)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            lock = os.path.join(tmp, "kit.lock")
+            env = dict(os.environ, KIT_LOCK=lock, LOCK_WAIT_S="2")
+            holder = subprocess.Popen(
+                ["python3", "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a+'); "
+                 "fcntl.flock(f, fcntl.LOCK_EX); f.write(sys.argv[2] + ' run\\n'); f.flush(); "
+                 "print('held', flush=True); time.sleep(120)", lock, str(os.getpid())],
+                stdout=subprocess.PIPE, text=True)
+            res = os.path.join(tmp, "results")
+            try:
+                self.assertEqual(holder.stdout.readline(), "held\n")
+                r = self.quick_run(env, res)
+            finally:
+                holder.kill()
+                holder.wait()
+        self.assertEqual(r.returncode, 1, r.stderr[-2000:])
+        self.assertRegex(r.stderr, rf"run: {re.escape(lock)} is still held after 2 s \(pid "
+                         rf"{holder.pid}, user \S+: python3 -c import fcntl.*\); stopping with "
+                         r"nothing done \(LOCK_WAIT_S sets the wait\)")
+        self.assertFalse(os.path.exists(res), "it made its results folder")
+
+    def test_a_file_not_the_kits_is_refused(self):
+        """A lock that is a symbolic link (to a file the kit could lock),
+        or, as root, a file another user owns: refused in one line, exit
+        1, nothing done, the file left as it was.  The kit's own file left
+        writable by all (an older kit's 0666) is made 0644."""
+        with tempfile.TemporaryDirectory() as tmp:
+            real, link = os.path.join(tmp, "real.lock"), os.path.join(tmp, "kit.lock")
+            open(real, "w").close()
+            os.symlink(real, link)
+            cases = [(link, "a link")]
+            if os.geteuid() == 0:
+                theirs = os.path.join(tmp, "theirs.lock")
+                open(theirs, "w").close()
+                os.chown(theirs, 65534, 65534)
+                cases.append((theirs, "another user's"))
+            for lock, what in cases:
+                with self.subTest(what):
+                    res = os.path.join(tmp, "results")
+                    r = self.quick_run(dict(os.environ, KIT_LOCK=lock), res)
+                    self.assertEqual(r.returncode, 1, r.stderr[-2000:])
+                    self.assertRegex(r.stderr, rf"kit: the lock {re.escape(lock)} is not the "
+                                     r"kit's \(.*\): it makes the file itself, root's and 0644")
+                    self.assertFalse(os.path.exists(res), "it made its results folder")
+                    self.assertTrue(os.path.lexists(lock))
+            os.unlink(link)
+            os.chmod(real, 0o666)
+            r = run(["python3", "-c", "import os, sys; sys.path.insert(0, sys.argv[1]); "
+                     "import kitlock; kitlock.lock('holder'); "
+                     "print(oct(os.stat(kitlock.LOCK).st_mode & 0o777))", SCRIPTS],
+                    env=dict(os.environ, KIT_LOCK=real), timeout=60)
+            self.assertEqual((r.returncode, r.stdout), (0, "0o644\n"), r.stderr)
+            self.assertFalse(os.path.exists(real), "its file was not removed at its end")
+
+    def test_holders_are_those_with_it_open(self):
+        """/proc/locks names the process that took a flock, even after it
+        exited and left the lock to a child (and its pid to whoever gets
+        it next): a holder is one that has the file open now."""
+        with tempfile.TemporaryDirectory() as tmp:
+            lock = os.path.join(tmp, "kit.lock")
+            p = subprocess.Popen(
+                ["python3", "-c", "import fcntl, os, sys, time; f = open(sys.argv[1], 'a+'); "
+                 "fcntl.flock(f, fcntl.LOCK_EX); kid = os.fork()\n"
+                 "if kid: print(kid, flush=True); os._exit(0)\n"
+                 "time.sleep(60)", lock], stdout=subprocess.PIPE, text=True)
+            child = int(p.stdout.readline())
+            p.wait()
+            try:
+                with open(lock) as f:
+                    self.assertEqual(kitlock.holders(f), [])  # p's pid, listed, is gone
+            finally:
+                os.kill(child, signal.SIGKILL)
+
+
+class OneAtATimeAsRoot(unittest.TestCase):
+    """Another user's hold on root's lock file (anyone may flock a file
+    they can read) keeps no root kit waiting: it says who holds it and
+    takes a new file."""
+    tier = "host"
+
+    def test_a_users_hold_keeps_no_root_kit_waiting(self):
+        need_root(self)
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o755)
+            lock = os.path.join(tmp, "kit.lock")
+            with open(lock, "w"):
+                pass
+            os.chmod(lock, 0o644)
+            holder = subprocess.Popen(
+                ["python3", "-c", "import fcntl, sys, time; f = open(sys.argv[1]); "
+                 "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(120)",
+                 lock], stdout=subprocess.PIPE, text=True,
+                preexec_fn=lambda: (os.setgid(65534), os.setuid(65534)))
+            res = os.path.join(tmp, "results")
+            try:
+                self.assertEqual(holder.stdout.readline(), "held\n")
+                r = OneAtATime.quick_run(self, dict(os.environ, KIT_LOCK=lock,
+                                                    LOCK_WAIT_S="30"), res)
+            finally:
+                holder.kill()
+                holder.wait()
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertRegex(r.stderr, rf"run: {re.escape(lock)} is held by no root kit \(pid "
+                         rf"{holder.pid}, user \S+: python3 -c .*\); taking a new one")
+
+
+class KilledKit(StateTest):
+    """What a kit killed by SIGKILL left (its uprobe events and tracing
+    instances, make lifecycle's group, a PostgreSQL cluster's folder with
+    a server still running in it, its scratch folder) is removed by the
+    next kit at its start, which says so in one line; the same names of a
+    kit still alive, a name the kit does not make whole, and a link
+    another user planted under a kit's name (to a folder with a process
+    in it) are not touched."""
+
+    def test_the_next_kit_sweeps_them(self):
+        need_root(self)
+        from tracers import tracefs
+        from elfinfo import Elf
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        self.assertFalse(os.path.exists(f"/proc/{dead.pid}"))
+        live, kid = os.getpid(), leftovers.kit_id(dead.pid)
+        target = build("sdt")
+        elf = Elf(target)
+        off = elf.file_offset(elf.symbol("single_trace"))
+        mount = tracefs.Mount()
+        self.assertTrue(mount.ensure(), "tracefs cannot be mounted")
+        t = tracefs.find()
+        groups = {"dead": leftovers.run_tag(kid, 1),
+                  "dead lifecycle": leftovers.lifecycle_group(dead.pid),
+                  "live": leftovers.run_tag(leftovers.kit_id(live), 1),
+                  "not the kit's": f"user{kid}_1", "not whole": f"kit{kid}_1x"}
+        shm = workloads.cluster_root()
+        folders = {"dead": os.path.join(shm, f"{groups['dead']}-abcd_123-pg"),
+                   "live": os.path.join(shm, f"{groups['live']}-abcd_123-pg"),
+                   "scratch": os.path.join(host.BUILD, leftovers.scratch_prefix(kid) + "x")}
+        planted = os.path.join(shm, f"{leftovers.run_tag(kid, 2)}-abcd_123-pg")
+        theirs = tempfile.mkdtemp()
+        procs = {}
+        try:
+            for g in groups.values():
+                tracefs.add_uprobe(g, f"{g}_single_trace", target, off)
+                os.mkdir(os.path.join(t, "instances", g))
+                tracefs.write(os.path.join(t, "instances", g, "events", g, "enable"), "1")
+            for d in folders.values():
+                os.mkdir(d, 0o700)  # as the kit makes them
+            os.symlink(theirs, planted)
+            # the dead kit's cluster's server, running on in its folder; and
+            # a process in the folder another user's link points at
+            for k, cwd in (("server", folders["dead"]), ("theirs", theirs)):
+                procs[k] = subprocess.Popen(["sleep", "300"], cwd=cwd, start_new_session=True)
+            with tempfile.TemporaryDirectory() as res:
+                r = kit(["--quick", "1", "--threads", "1", "--configs", "baseline"], res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            self.assertTrue(wait_for(lambda: procs["server"].poll() is not None, 30),
+                            "the dead kit's cluster server runs on")
+            self.assertEqual(procs["server"].returncode, -signal.SIGKILL)
+            said = [ln for ln in r.stderr.splitlines() if f"(pid {dead.pid})" in ln]
+            self.assertEqual(len(said), 1, r.stderr[-2000:])
+            self.assertIn(f"run: removed what a kit that is gone (pid {dead.pid}) left: ", said[0])
+            for k in ("dead", "dead lifecycle"):
+                self.assertIn(f"uprobe {groups[k]}/{groups[k]}_single_trace", said[0])
+                self.assertIn(f"tracing instance {groups[k]}", said[0])
+                self.assertFalse(tracefs.uprobe_defined(groups[k], f"{groups[k]}_single_trace"))
+                self.assertFalse(os.path.exists(os.path.join(t, "instances", groups[k])))
+            self.assertIn(folders["dead"], said[0])
+            self.assertFalse(os.path.exists(folders["dead"]))
+            self.assertIn(f"build/{os.path.basename(folders['scratch'])}", said[0])
+            self.assertFalse(os.path.exists(folders["scratch"]))
+            for k in ("live", "not the kit's", "not whole"):
+                self.assertTrue(tracefs.uprobe_defined(groups[k], f"{groups[k]}_single_trace"))
+                self.assertTrue(os.path.isdir(os.path.join(t, "instances", groups[k])))
+                self.assertNotIn(f" {groups[k]}", said[0])
+            self.assertTrue(os.path.isdir(folders["live"]))
+            self.assertTrue(os.path.islink(planted))
+            self.assertIsNone(procs["theirs"].poll(), "a process another user's link leads "
+                              "to was killed")
+        finally:
+            self.clean(procs, groups, t, [*folders.values(), planted, theirs], mount)
+
+    @staticmethod
+    def clean(procs, groups, t, paths, mount):
+        """Whatever the test made and the kit left, each step on its own."""
+        from tracers import tracefs
+        steps = [lambda p=p: (p.kill(), p.wait()) for p in procs.values()]
+        for g in groups.values():
+            steps += [lambda g=g: tracefs.remove_instance(os.path.join(t, "instances", g),
+                                                          f"{g}/{g}_single_trace"),
+                      lambda g=g: tracefs.remove_uprobe(g, f"{g}_single_trace")]
+        steps += [lambda d=d: os.unlink(d) if os.path.islink(d) else
+                  os.path.isdir(d) and os.rmdir(d) for d in paths]
+        steps.append(mount.release)
+        for step in steps:
+            try:
+                step()
+            except OSError:
+                pass
 
 
 if __name__ == "__main__":

@@ -15,11 +15,12 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import unittest
 
-from kit_test import (ROOT, SCRIPTS, StateTest, descendants, need_root, run, unavailable,
-                      stop_when)
+from kit_test import (ROOT, SCRIPTS, StateTest, build, descendants, need_build, need_root, run,
+                      unavailable, stop_when)
 import fleet as fleet_py
 from render import fleet as render_fleet
 from render.formats import f_x
@@ -27,6 +28,9 @@ from render.formats import f_x
 FLEET_PY = os.path.join(SCRIPTS, "fleet.py")
 EXAMPLE = os.path.join(ROOT, "fleet", "inventory.example.yml")
 NOWHERE_PORT = 1  # the example's unreachable host: 127.0.0.1, this port
+NOWHERE = ("all:\n  hosts:\n    nowhere:\n      ansible_host: 127.0.0.1\n"
+           f"      ansible_port: {NOWHERE_PORT}\n      ansible_connection: ssh\n"
+           "      ansible_ssh_common_args: '-o ConnectTimeout=5 -o BatchMode=yes'\n")
 
 
 def need_ansible(tc):
@@ -55,12 +59,40 @@ class Refused(unittest.TestCase):
             self.assertEqual(os.listdir(res), [])
             self.assertFalse(os.path.exists(root))
 
-    def inventory(self, text, want):
+    def inventory(self, text, want, env=None):
         """An inventory of TEXT, refused with WANT."""
         with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
             f.write(text)
             f.flush()
-            self.check({"INVENTORY": f.name}, want)
+            self.check(dict(env or {}, INVENTORY=f.name), want)
+
+    def test_a_knob_with_jinja(self):
+        """Ansible templates the knobs it is handed: Jinja in one would run
+        on this machine, as root (here, for an unreachable host, it would
+        not even get that far: refused first)."""
+        need_build(self, "sdt")
+        with tempfile.TemporaryDirectory() as top:
+            marker = os.path.join(top, "templated")
+            self.inventory(NOWHERE, r"WORKLOAD '.*' is not allowed: want no '\{\{'",
+                           {"TARGET": build("sdt"), "PROBE": "benchmark:single_trace",
+                            "WORKLOAD": f'{{{{ lookup("pipe", "touch {marker}") }}}}'})
+            self.assertFalse(os.path.exists(marker))
+
+    def test_a_kit_dir_with_jinja(self):
+        """A host variable the kit reads is templated by Ansible too."""
+        self.inventory(NOWHERE + "      kit_dir: \"/tmp/{{ lookup('pipe', 'id') }}\"\n",
+                       r"host 'nowhere': kit_dir '/tmp/\{\{.*' is not allowed: want no")
+
+    def test_a_local_host_by_its_full_name_over_the_checkout(self):
+        """ansible.builtin.local and ansible.legacy.local are the local
+        connection too, as Ansible resolves them (a Python that does not
+        exist keeps the checkout safe should the check miss it)."""
+        for conn in ("ansible.builtin.local", "ansible.legacy.local"):
+            with self.subTest(conn):
+                self.inventory(f"all:\n  hosts:\n    here:\n      ansible_connection: {conn}\n"
+                               f"      ansible_python_interpreter: /nonexistent/python3\n"
+                               f"      kit_dir: {ROOT}\n",
+                               r"host 'here': kit_dir .* is this checkout")
 
     def test_a_bad_knob(self):
         self.check({"THREADS": "0"}, r"THREADS '0' is not allowed")
@@ -82,6 +114,102 @@ class Refused(unittest.TestCase):
     def test_no_inventory(self):
         self.check({"INVENTORY": "/nonexistent/hosts.yml"}, r"INVENTORY '/nonexistent/"
                    r"hosts.yml' is not allowed: want an inventory file that exists")
+
+
+class KitPack(unittest.TestCase):
+    """Every host gets the kit's pack, so it holds the files git tracks and
+    nothing else: not an untracked .env, group_vars/ or Vault beside the
+    kit, nor a file git ignores.  A copy with no git sends no dot-file,
+    group_vars/ or Ansible Vault, and says it is a copy."""
+
+    def tree(self, repo):
+        for name, text in ((".gitignore", "ignored.txt\n"), ("Makefile", "run:\n"),
+                           (".env", "TOKEN=secret\n"), ("ignored.txt", "x\n"),
+                           ("group_vars/all.yml", "password: secret\n"),
+                           ("vault.yml", "$ANSIBLE_VAULT;1.1;AES256\n6162\n")):
+            os.makedirs(os.path.dirname(os.path.join(repo, name)), exist_ok=True)
+            with open(os.path.join(repo, name), "w") as f:
+                f.write(text)
+
+    def members(self, repo, top):
+        dst = os.path.join(top, "kit.tar.gz")
+        said = fleet_py.pack_kit(dst, root=repo)
+        with tarfile.open(dst) as t:
+            return sorted(t.getnames()), said
+
+    def test_only_what_git_tracks(self):
+        if not shutil.which("git"):
+            unavailable(self, "git not found")
+        with tempfile.TemporaryDirectory() as top:
+            repo = os.path.join(top, "kit")
+            self.tree(repo)
+            for cmd in (["init", "-q"], ["add", "Makefile", ".gitignore"]):
+                subprocess.run(["git", "-C", repo, *cmd], check=True)
+            got, said = self.members(repo, top)
+            self.assertEqual(got, [".gitignore", "Makefile"])
+            self.assertRegex(said, r"^3 files git does not track are not sent \(git add them")
+
+    def test_a_copy_without_git(self):
+        with tempfile.TemporaryDirectory() as top:
+            repo = os.path.join(top, "kit")
+            self.tree(repo)
+            got, said = self.members(repo, top)
+            self.assertEqual(got, ["Makefile", "ignored.txt"])
+            self.assertRegex(said, rf"^{re.escape(repo)} is not a git checkout")
+
+
+class Planted(unittest.TestCase):
+    """A kit folder given to the play (FLEET_ROOT and FLEET_ROOT/HOST, a
+    host's kit_dir) that another user made first, or may write, could hold
+    a GNUmakefile, which make prefers to the kit's Makefile, and root's
+    `make run` would run it: the play unpacks and runs nothing there, and
+    the host's row names the folder, its owner and its mode."""
+    tier = "host"  # (root: a folder of another uid's)
+    OTHER = 65534  # nobody
+
+    def plant(self, folder, marker, uid=None, mode=0o755):
+        os.makedirs(folder)
+        with open(os.path.join(folder, "GNUmakefile"), "w") as f:
+            f.write(f"run:\n\ttouch {marker}\n")
+        os.chmod(folder, mode)
+        if uid is not None:
+            os.chown(folder, uid, uid)
+
+    def test_a_folder_not_the_connecting_users_alone(self):
+        need_root(self)
+        need_ansible(self)
+        for case in ("FLEET_ROOT another's", "FLEET_ROOT/HOST another's", "kit_dir 0777"):
+            with self.subTest(case), tempfile.TemporaryDirectory() as res, \
+                    tempfile.TemporaryDirectory() as top, \
+                    tempfile.NamedTemporaryFile("w", suffix=".yml") as inv:
+                root, marker = os.path.join(top, "hosts"), os.path.join(top, "ran")
+                kit = os.path.join(root, "local-a")
+                inv.write("all:\n  hosts:\n    local-a:\n      ansible_connection: local\n"
+                          "      ansible_python_interpreter: /usr/bin/python3\n")
+                if case == "FLEET_ROOT another's":
+                    os.mkdir(root)
+                    os.chown(root, self.OTHER, self.OTHER)
+                    self.plant(kit, marker, self.OTHER)
+                    bad = rf"{re.escape(root)} \(owner .*uid {self.OTHER}\), mode 0755\)"
+                elif case == "FLEET_ROOT/HOST another's":
+                    os.mkdir(root, 0o700)
+                    self.plant(kit, marker, self.OTHER)
+                    bad = rf"{re.escape(kit)} \(owner .*uid {self.OTHER}\), mode 0755\)"
+                else:
+                    kit = os.path.join(top, "kit")
+                    inv.write(f"      kit_dir: {kit}\n")
+                    self.plant(kit, marker, mode=0o777)
+                    bad = rf"{re.escape(kit)} \(owner .*uid 0\), mode 0777\)"
+                inv.flush()
+                r = fleet({"INVENTORY": inv.name, "FLEET_ROOT": root, "QUICK": "1"}, res)
+                self.assertEqual(r.returncode, 1, r.stderr[-3000:])
+                self.assertFalse(os.path.exists(marker), "the planted GNUmakefile ran")
+                self.assertFalse(os.path.exists(os.path.join(kit, "Makefile")))
+                (top_folder,) = glob.glob(os.path.join(res, "*-fleet"))
+                with open(os.path.join(top_folder, "fleet.json")) as f:
+                    row = json.load(f)["hosts"]["local-a"]
+                self.assertEqual(row["status"], "failed", row)
+                self.assertRegex(row["reason"], bad + " is not the connecting user's alone")
 
 
 class Table(unittest.TestCase):
@@ -180,7 +308,40 @@ class Quick(StateTest):
         """Ctrl-C (SIGINT) to make fleet while a local host's make run is
         measuring: exit 130, every process below it gone (the play's group
         stopped with SIGTERM, so make run undid what it attached), the
-        tracing state as it was (tearDown), what came back kept."""
+        tracing state as it was (tearDown), what came back kept, and the
+        local hosts' own kit folders (no FLEET_ROOT given) removed."""
+        need_root(self)
+        need_ansible(self)
+        theirs = os.path.join(tempfile.gettempdir(), "kit-fleet-local-*")
+        before = set(glob.glob(theirs))
+        with tempfile.TemporaryDirectory() as res:
+            env = {k: v for k, v in os.environ.items() if k != "FLEET_ROOT"}
+            p = subprocess.Popen([sys.executable, FLEET_PY, "--results", res, "--no-install",
+                                  "1"], cwd=ROOT, start_new_session=True, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 env=dict(env, INVENTORY=EXAMPLE,
+                                          CONFIGS="baseline,ftrace-sdt", ITER="20000000",
+                                          RUNS="3", MAX_RUN_S="0"))
+
+            def measuring():
+                return any(os.path.islink(os.path.join(d, "results", "latest"))
+                           for d in set(glob.glob(theirs)) - before)
+            out = stop_when(self, p, measuring, "a local host's make run never started measuring",
+                            lambda p: os.kill(p.pid, signal.SIGINT), wait_s=600)
+            self.assertEqual(p.returncode, 130, out[-3000:])
+            self.assertIn("fleet: interrupted", out)
+            self.assertEqual(descendants(os.getpid()), {})  # (orphans come to the suite)
+            self.assertEqual(set(glob.glob(theirs)), before, "a local host's kit folder stayed")
+            (top_folder,) = glob.glob(os.path.join(res, "*-fleet"))
+            with open(os.path.join(top_folder, "fleet.json")) as f:
+                self.assertTrue(json.load(f)["interrupted"])
+
+
+    def test_ctrl_c_keeps_what_came_back(self):
+        """Ctrl-C once local-a's folder is back and while local-b runs: the
+        local hosts go one at a time, each to its end, so local-a's folder
+        and its ok row are kept; local-b (and nowhere, after it) failed,
+        interrupted; exit 130 and no process left below."""
         need_root(self)
         need_ansible(self)
         with tempfile.TemporaryDirectory() as res, tempfile.TemporaryDirectory() as top:
@@ -189,18 +350,28 @@ class Quick(StateTest):
                                   "1"], cwd=ROOT, start_new_session=True, text=True,
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  env=dict(os.environ, INVENTORY=EXAMPLE, FLEET_ROOT=root,
-                                          CONFIGS="baseline,ftrace-sdt", ITER="20000000",
-                                          RUNS="3", MAX_RUN_S="0"))
-            measuring = os.path.join(root, "local-a", "results", "latest")
-            out = stop_when(self, p, lambda: os.path.islink(measuring),
-                            "local-a's make run never started measuring",
+                                          QUICK="1", CONFIGS="baseline,ftrace-sdt"))
+
+            def a_back_b_running():
+                back = glob.glob(os.path.join(res, "*-fleet", "local-a.tgz"))
+                return bool(back) and os.path.isfile(os.path.join(root, "local-b", "Makefile"))
+            out = stop_when(self, p, a_back_b_running,
+                            "local-a's folder never came back while local-b ran",
                             lambda p: os.kill(p.pid, signal.SIGINT), wait_s=600)
             self.assertEqual(p.returncode, 130, out[-3000:])
-            self.assertIn("fleet: interrupted", out)
             self.assertEqual(descendants(os.getpid()), {})  # (orphans come to the suite)
             (top_folder,) = glob.glob(os.path.join(res, "*-fleet"))
             with open(os.path.join(top_folder, "fleet.json")) as f:
-                self.assertTrue(json.load(f)["interrupted"])
+                got = json.load(f)
+            self.assertTrue(got["interrupted"])
+            hosts = got["hosts"]
+            self.assertEqual(hosts["local-a"]["status"], "ok", hosts["local-a"])
+            self.assertGreater(hosts["local-a"]["bytes"], 0)
+            self.assertTrue(os.path.isfile(os.path.join(top_folder, "local-a", "runs.csv")))
+            self.assertFalse(os.path.exists(os.path.join(top_folder, "local-a.tgz")))
+            for h in ("local-b", "nowhere"):
+                self.assertEqual(hosts[h], {"status": "failed", "bytes": None,
+                                            "reason": fleet_py.INTERRUPTED}, h)
 
 
 if __name__ == "__main__":

@@ -41,8 +41,9 @@ GUEST_SIZING = {"iter": 1000000, "max_run_s": 0.02, "min_run_s": 0.005, "precisi
                 "precision_ns": 0.05, "min_runs": 2, "max_runs": 5, "pilot_s": 0}
 
 
-# make lifecycle's inputs the guest sets itself (with --unit, its clock), not the lab's variables
-LC_OWN = ("NO_INSTALL",)
+# make lifecycle's inputs the guest sets itself (with --unit, its clock; alone in it, no
+# other kit to wait for), not the lab's variables
+LC_OWN = ("NO_INSTALL", "LOCK_WAIT_S")
 
 
 class Template(string.Template):

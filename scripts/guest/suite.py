@@ -24,6 +24,7 @@ import configs
 import record
 import workloads
 import host
+import leftovers
 from host import ROOT, say
 from tracers import BACKENDS
 from .common import (GUEST_KIT, LAB_DIR, LAB_THREADS, PREFLIGHT, TIMINGS, WHERE_THREADS,
@@ -70,7 +71,7 @@ def put_kit(rootfs, suite_dir, timings=None):
     shutil.rmtree(dst, ignore_errors=True)
     # Not the host's timings.json: a guest sizes its runs by its own
     # (one file per unit, kept in build/lab/SUITE/ between labs).
-    skip = shutil.ignore_patterns("lab", "results", ".git", "kit-scratch-*",
+    skip = shutil.ignore_patterns("lab", "results", ".git", leftovers.SCRATCH_GLOB,
                                   "stap-kernel", "perf-buildid", "*.pyc", "timings.json")
     shutil.copytree(ROOT, dst, ignore=skip, symlinks=True)
     os.makedirs(os.path.join(dst, "results"), exist_ok=True)

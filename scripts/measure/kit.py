@@ -19,6 +19,7 @@ import configs
 import record
 import tracers
 import host
+import leftovers
 import workloads
 from host import BUILD, ROOT, Interrupted
 from measure import paths
@@ -53,7 +54,7 @@ class Run:
         self.prepared = []  # the workload's own arguments (Workload.prepare)
         self.bystanders = []  # processes of its program not the kit's, at the attach
         kit.serial += 1
-        self.tag = f"kit{kit.id}_{kit.serial}"
+        self.tag = leftovers.run_tag(kit.id, kit.serial)
         paced = "" if rate == TIGHT else f"-rate{rate}"
         self.log = os.path.join(kit.folder.logs, f"{cfg.name}-t{threads}{paced}-r{rep}.log")
         self.scratch = tempfile.mkdtemp(prefix=self.tag + "-", dir=kit.scratch)
@@ -84,7 +85,7 @@ class Kit:
 
     def __init__(self, args):
         self.args = args
-        self.id = f"{os.getpid():x}"
+        self.id = leftovers.kit_id(os.getpid())
         self.serial = 0
         self.folder = None
         self.scratch = None
@@ -95,7 +96,7 @@ class Kit:
     def open(self):
         self.folder = record.Folder(self.args.results, unit=self.args.unit)
         os.makedirs(BUILD, exist_ok=True)
-        self.scratch = tempfile.mkdtemp(prefix="kit-scratch-", dir=BUILD)
+        self.scratch = tempfile.mkdtemp(prefix=leftovers.scratch_prefix(self.id), dir=BUILD)
         self.log = os.path.join(self.folder.logs, "kit.log")
 
     def close(self):
