@@ -16,10 +16,13 @@ its name, written here and nowhere else:
   (in build/) with its template cluster `kit<pid>-scratch-*-pg-template`;
 - make lifecycle's events: the group `kit_lc_<pid>` and its instance.
 
-sweep() removes those whose pid is no longer alive, and nothing else: a
-live kit's, another's (a name the kit does not make), a pid the kernel has
-given to a new process (kept: that process may be a kit).  Root only
-(tracefs is root's); run by make run and make lifecycle after the lock.
+sweep() removes the uprobe events, tracing instances, clusters and scratch
+folders among those whose pid is no longer alive, and nothing else: a live
+kit's, another's (a name the kit does not make), a pid the kernel has
+given to a new process (kept: that process may be a kit).  A dead kit's
+SystemTap module or LTTng session is left: their tools end with their
+target.  Root only (tracefs is root's); run by make run and make
+lifecycle after the lock.
 
 Nothing to run: `import leftovers; leftovers.sweep("run")`.
 """
@@ -164,16 +167,16 @@ def sweep(who):
     removed, failed = {}, []
     if os.geteuid() != 0:
         return removed
-    for part in (sweep_tracefs, sweep_folders):
-        try:
-            if part is sweep_tracefs:
-                with tracefs.private() as t:
-                    if t:
-                        part(t, removed, failed)
-            else:
-                part(removed, failed)
-        except OSError as e:  # the run goes on; the line says what is left
-            failed.append(f"{part.__name__}: {e}")
+    try:
+        with tracefs.private() as t:
+            if t:
+                sweep_tracefs(t, removed, failed)
+    except OSError as e:  # the run goes on; the line says what is left
+        failed.append(f"tracefs: {e}")
+    try:
+        sweep_folders(removed, failed)
+    except OSError as e:
+        failed.append(f"folders: {e}")
     for pid, what in sorted(removed.items()):
         say(f"{who}: removed what a kit that is gone (pid {pid}) left: {', '.join(what)}")
     if failed:
