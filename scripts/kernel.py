@@ -22,7 +22,8 @@ and from upstream's history, measured by this kit on 6.1, 6.12, 6.18 and
   the trampoline).
 The orders of probe and target are configs.ATTACH's; a back-end whose
 "before" probe meets a mapped binary (bpftrace -c, which holds its child
-after execve) says so in its marker_order.  An answer not in
+after execve) says so in its marker_order, which the caller hands to
+check() (tracers.marker_orders(): this module imports no back-end).  An answer not in
 the table has no expectation ("unknown"), never a guess.
 
 Nothing to run: stats.py and render/sites.py use expected() and check().
@@ -137,23 +138,11 @@ def expected(meta, build, attach="before"):
     return other or EXPECT.get(site, {}).get(a)
 
 
-def marker_order(tracer, attach="before"):
+def marker_order(tracer, attach, orders):
     """The order (configs.ATTACH) in which TRACER's marker probe meets the
-    target on a row whose order is ATTACH: a back-end's marker_order where
-    the row says "before" (bpftrace: "running"), else ATTACH."""
-    if attach != "before":
-        return attach
-    import tracers  # here, not above: tracers.ftrace imports this module
-    b = tracers.BACKENDS.get(tracer)
-    return b.marker_order if b else attach
-
-
-def marker_orders():
-    """{tracer: (order, why)} for the back-ends whose "before" rows meet
-    the target in another order."""
-    import tracers
-    return {n: (b.marker_order, b.marker_order_why) for n, b in tracers.BACKENDS.items()
-            if b.marker_order != "before"}
+    target on a row whose order is ATTACH: ORDERS' (tracers.marker_orders())
+    where the row says "before" (bpftrace: "running"), else ATTACH."""
+    return (orders.get(tracer) or (attach,))[0] if attach == "before" else attach
 
 
 def uretprobe(meta):
@@ -163,17 +152,20 @@ def uretprobe(meta):
     return {"yes": "uretprobe syscall", "no": "trap"}.get(a)
 
 
-def check(meta, s):
+def check(meta, s, orders):
     """'' where the measured site S (stats.sites()) matches the
     expectation, else what differs; None where there is none.  A build
-    without a canary is judged by its path only."""
+    without a canary is judged by its path only.  ORDERS: the back-ends'
+    own orders (tracers.marker_orders()), handed in: this module
+    describes what the tracers meet, and does not import them."""
     if s.get("probe") == "return":
         want = uretprobe(meta)
         got = s.get("path") or ""
         if want is None:
             return None
         return "" if got.startswith(want) else f"path {got.split(':')[0] or 'none'}, expected {want}"
-    want = expected(meta, s["build"], marker_order(s.get("tracer"), s.get("attach") or "before"))
+    want = expected(meta, s["build"], marker_order(s.get("tracer"), s.get("attach") or "before",
+                                                   orders))
     if want is None or s.get("probe") not in ("marker", "marker-semaphore"):
         return None
     path = (s.get("path") or "").split(":")[0] or "none"

@@ -261,7 +261,7 @@ PARAMS = [
     Param("MIN_RUNS", int_in("MIN_RUNS", 2, MAX_RUNS), 3, "the fewest runs of a cell (without RUNS)"),
     Param("MAX_RUNS", int_in("MAX_RUNS", 2, MAX_RUNS), 10,
           "the most runs of a cell, however wide its interval (without RUNS)"),
-    Param("SLICED_RUNS", int_in("SLICED_RUNS", 2, MAX_RUNS), 4,
+    Param("SLICED_RUNS", int_in("SLICED_RUNS", 2, MAX_RUNS), 3,
           "the most runs of a time-sliced cell (THREADS above the CPUs: another experiment, "
           "whose noise is the scheduler's), at most MAX_RUNS (without RUNS)"),
     Param("PILOT_S", seconds_in("PILOT_S", 0, 3600, " (0: MIN_RUNS)"), 0.6,
@@ -377,8 +377,11 @@ def parse_args(argv, extra=()):
     a = p.parse_args(argv)
     a.params = params
     quick = a.quick if a.quick is not None else False
+    given = {name for name in ("max_runs", "sliced_runs") if getattr(a, name) is not None}
     fill(a, params, QUICK if quick else {})
     for name in ("max_runs", "sliced_runs"):
+        if name not in given:  # a default follows MIN_RUNS: only a value given is refused
+            setattr(a, name, max(getattr(a, name), a.min_runs))
         if getattr(a, name) < a.min_runs:
             p.error(f"argument --{name.replace('_', '-')}: {name.upper()} '{getattr(a, name)}' "
                     f"is not allowed: want a whole number in {a.min_runs}..{MAX_RUNS} "

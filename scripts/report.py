@@ -19,8 +19,9 @@ and shows, per configuration and thread count, what stats.py computes:
 runs and failures, per-event times, the overhead against the baseline
 (its mean and 95% interval), the slowdown, user/system CPU, the tracer's
 steady and fixed CPU, the event check and scaling.  Writes report.md
-(the answers, then every table), report.json and PNG plots into the
-folder (one folder), or into results/compare-<names>/ (several), and
+(the answers, short at any THREADS), tables.md beside it (every table, a
+row per configuration and thread count), report.json and PNG plots into
+the folder (one folder), or into results/compare-<names>/ (several), and
 prints the answers: at most 60 lines of at most 120 characters.  Plots need matplotlib (Debian's python3-matplotlib): an
 interpreter without it re-runs the report under one that has it
 (/usr/bin/python3 on Debian), and says so; with none, the tables are
@@ -47,7 +48,7 @@ from render.formats import skipped_failed  # noqa: E402
 from render.guest import lab_markdown  # noqa: E402
 from render import atlas, fleet, lifecycle  # noqa: E402
 from render.paced import paced_markdown  # noqa: E402
-from render.tight import tight_markdown  # noqa: E402
+from render.tight import tight_closing, tight_tables  # noqa: E402
 from render.y2011 import Y2011_CONFIGS  # noqa: E402
 
 # Set in the environment of a report re-run under another interpreter, so
@@ -88,11 +89,19 @@ def lab_top(folder):
     return bool(suites)
 
 
+TABLES = "tables.md"  # beside report.md: every table a row per configuration and thread count
+
+
 def markdown(a, meta, warnings, folder, p=None, rows=(), made=(), guest=None):
-    """report.md: the answers, then the environment and every table; GUEST
-    (guest_for) adds a lab guest's module runtime to the 2011 tables."""
+    """(report.md, tables.md or None).  report.md: the answers, the
+    environment, a link to each of tables.md's sections, and the closing
+    sections (the 2011 figures, what was skipped or failed), so that it
+    stays short at any THREADS; tables.md: every table with a row per
+    configuration and thread count.  GUEST (guest_for) adds a lab guest's
+    module runtime to the 2011 tables."""
     env = meta or {}
-    lines = [f"# Tracing overhead: {os.path.basename(os.path.normpath(folder))}", ""]
+    name = os.path.basename(os.path.normpath(folder))
+    lines = [f"# Tracing overhead: {name}", ""]
     lab = env.get("lab")
     if not lab:
         lines += ["## Answers", ""] + summary.answers(a, p, list(rows), env, folder, made,
@@ -103,15 +112,37 @@ def markdown(a, meta, warnings, folder, p=None, rows=(), made=(), guest=None):
     if lab:
         lines += lab_markdown(a, lab, env)
         if not timed_for_real(env):  # emulated times are not shown beside anything
-            return "\n".join(lines) + "\n"
+            return "\n".join(lines) + "\n", None
+    detail, closing = [], []
     if a["cells"] or not (p and p["cells"]):
-        lines += tight_markdown(a, env, guest)
-        lines += real.real_markdown(a)
+        detail += tight_tables(a, env) + real.real_markdown(a)
+        closing += tight_closing(a, guest)
     if p and p["cells"]:
-        lines += paced_markdown(p)
-        if not a["cells"]:  # else tight_markdown said them
-            lines += skipped_failed(a)
-    return "\n".join(lines) + "\n"
+        detail += paced_markdown(p)
+        if not a["cells"]:  # else tight_closing said them
+            closing += skipped_failed(a)
+    lines += contents(detail) + closing
+    tables = [f"# Tracing overhead: {name}, every table", "",
+              f"A row per configuration and thread count; the answers are in "
+              f"[report.md](report.md)."] + detail
+    return "\n".join(lines) + "\n", "\n".join(tables) + "\n"
+
+
+def contents(detail):
+    """report.md's link to each section of tables.md, with its rows."""
+    sections = []  # [title, rows]
+    for ln in detail:
+        if ln.startswith("## "):
+            sections.append([ln[3:], 0])
+        elif sections and ln.startswith("|"):  # a table (one string): its rows, less head and rule
+            sections[-1][1] += sum(1 for x in ln.splitlines() if x.startswith("|")) - 2
+    out = ["", "## Every table", "",
+           f"A row per configuration and thread count, in [{TABLES}]({TABLES}) beside this file:",
+           ""]
+    for title, n in sections:
+        slug = "".join(ch for ch in title.lower() if ch.isalnum() or ch in " -_")
+        out.append(f"- [{title}]({TABLES}#{slug.replace(' ', '-')}): {n:,} table rows")
+    return out if sections else []
 
 
 def plots(a, folder, p=None):
@@ -173,9 +204,14 @@ def one(folder, guest):
               file=sys.stderr)
     made, drawn = ([], {}) if emulated else plots(a, folder, p)
     beside = None if meta.get("lab") else guest
-    md = markdown(a, meta, warnings, folder, p, rows, made, beside)
+    md, tables = markdown(a, meta, warnings, folder, p, rows, made, beside)
     with open(os.path.join(folder, "report.md"), "w") as f:
         f.write(md)
+    if tables:
+        with open(os.path.join(folder, TABLES), "w") as f:
+            f.write(tables)
+    elif os.path.exists(os.path.join(folder, TABLES)):  # an earlier report's, not this one's
+        os.unlink(os.path.join(folder, TABLES))
     with open(os.path.join(folder, "report.json"), "w") as f:
         json.dump(to_json(a, meta, warnings, p, drawn), f, indent=1, sort_keys=True)
         f.write("\n")
@@ -185,7 +221,8 @@ def one(folder, guest):
     else:
         print("\n".join(summary.answers(a, p, rows, meta, folder, made, terminal=True,
                                          guest=beside)))
-    print(f"\nreport: wrote {summary.shown(os.path.join(folder, 'report.md'))}, report.json"
+    print(f"\nreport: wrote {summary.shown(os.path.join(folder, 'report.md'))}"
+          + (f", {TABLES}" if tables else "") + ", report.json"
           + (f" and {len(made)} plots (drawn by {sys.executable})" if made else ""))
     return a, meta.get("unit") or DEFAULT_UNIT
 

@@ -276,10 +276,22 @@ REPORT_PY = os.path.join(SCRIPTS, "report.py")
 def fixture(name, tmp):
     dst = os.path.join(tmp, name)
     shutil.copytree(os.path.join(FIXTURES, name), dst)
-    for f in ("expected-report.md",):
+    for f in ("expected-report.md", "expected-tables.md"):
         if os.path.exists(os.path.join(dst, f)):
             os.unlink(os.path.join(dst, f))
     return dst
+
+
+def report_text(folder):
+    """FOLDER's report.md and, where the report wrote one, its tables.md
+    as one text: for checks that do not care which of the two holds a
+    line."""
+    out = ""
+    for name in ("report.md", "tables.md"):
+        if name == "report.md" or os.path.exists(os.path.join(folder, name)):
+            with open(os.path.join(folder, name)) as f:
+                out += f.read()
+    return out
 
 
 def golden(md):

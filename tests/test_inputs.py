@@ -41,6 +41,8 @@ class BadInput(StateTest):
                               "(at least MIN_RUNS)"),
         (["--min-runs", "5", "--max-runs", "4"], "MAX_RUNS '4' is not allowed: want a whole "
                                                  "number in 5..1000"),
+        (["--min-runs", "5", "--sliced-runs", "4"], "SLICED_RUNS '4' is not allowed: want a "
+                                                    "whole number in 5..1000"),
         (["--pilot-s", "-1"], "PILOT_S '-1' is not allowed: want seconds in 0..3600 (0: "
                               "MIN_RUNS)"),
         (["--pilot-s", "3601"], "PILOT_S '3601' is not allowed"),
@@ -136,6 +138,18 @@ class BadInput(StateTest):
 
 
 class Inputs(unittest.TestCase):
+    def test_a_default_follows_min_runs(self):
+        """MAX_RUNS and SLICED_RUNS not given rise to MIN_RUNS (make run
+        MIN_RUNS=4 once SLICED_RUNS's default went to 3); given, they are
+        refused below it (BadInput.CASES)."""
+        a = params.parse_args(["--min-runs", "4"])
+        self.assertEqual((a.min_runs, a.sliced_runs, a.max_runs), (4, 4, 10))
+        a = params.parse_args(["--min-runs", "12"])
+        self.assertEqual((a.sliced_runs, a.max_runs), (12, 12))
+        a = params.parse_args([])
+        self.assertEqual((a.sliced_runs, a.max_runs), (params.BY_NAME["SLICED_RUNS"].default,
+                                                       params.BY_NAME["MAX_RUNS"].default))
+
     def test_bad_inputs(self):
         with open(os.path.join(EXPECTED, "bad-inputs.txt")) as f:
             cases = [ln.rstrip("\n").split(" | ") for ln in f

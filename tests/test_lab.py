@@ -19,7 +19,7 @@ import threading
 import time
 import unittest
 
-from kit_test import ROOT, SCRIPTS, descendants, need_root, pids_of, run, unavailable
+from kit_test import ROOT, SCRIPTS, descendants, need_root, pids_of, report_text, run, unavailable
 import configs
 import host
 import kernel
@@ -31,7 +31,7 @@ from guest import modules as guest_modules
 from guest import steps as guest_steps
 import atlas
 from guest.init import LAB_RUNS, QUICK_ITER
-from render import guest as render_lab
+from render import formats, guest as render_lab
 from render import lifecycle as render_lifecycle
 
 LAB_PY = os.path.join(SCRIPTS, "lab.py")
@@ -497,11 +497,11 @@ class Tables(unittest.TestCase):
         self.assertEqual(list(got.values()), ["preempt-voluntary, dynamic", "1000", "y", "y", "y"])
         got = kernel.config_facts("CONFIG_PREEMPT_LAZY=y\nCONFIG_CPU_MITIGATIONS=y\n")
         self.assertEqual(list(got.values()), ["preempt-lazy", "?", "not set", "y", "not set"])
-        lines = render_lab.kernel_facts([{"kernel_config": kernel.config_facts(text)}, {}],
+        lines = formats.kernel_facts([{"kernel_config": kernel.config_facts(text)}, {}],
                                         ["a 6.1", "b 7.2"])
         self.assertIn("| preemption model ", "\n".join(lines))
         self.assertRegex("\n".join(lines), r"\| HZ [^|]*\| 1000 +\| - +\|")
-        self.assertEqual(render_lab.kernel_facts([{}, {}], ["a", "b"]), [])
+        self.assertEqual(formats.kernel_facts([{}, {}], ["a", "b"]), [])
 
     def test_2011_in_instructions(self):
         with tempfile.TemporaryDirectory() as top:
@@ -803,8 +803,7 @@ class Quick(unittest.TestCase):
                 self.assertEqual(alibi["status"], "ok", alibi["reason"])
                 self.assertEqual(int(alibi["events_seen"]), n * QUICK_ITER)
                 self.assertIn("counted from the probe hit report (-DSTP_ALIBI", alibi["note"])
-            with open(os.path.join(folders[0], "report.md")) as f:
-                md = f.read()
+            md = report_text(folders[0])
             self.assertIn("## Guest lab: Debian sid", md)
             if lab["accel"] == "tcg":  # ICOUNT=1 by default: instructions, never ns
                 self.assertTrue(lab["icount"])
@@ -867,8 +866,7 @@ class Icount(unittest.TestCase):
         self.assertEqual(meta["unit"], "instructions")
         self.assertTrue(meta["lab"]["icount"])
         self.assertEqual({x["unit"] for x in rows}, {"instructions"})
-        with open(os.path.join(folder, "report.md")) as f:
-            self.assertIn("overhead [instructions/event]: mean [95% CI]", f.read())
+        self.assertIn("overhead [instructions/event]: mean [95% CI]", report_text(folder))
         cells = {(c["config"], c["threads"]): c for c in report.analyse(rows, meta)["cells"]}
         return cells
 

@@ -286,7 +286,8 @@ class Adaptive(StateTest):
             rows, meta, _ = record.load(folder)
         pilots = meta["stopping"].pop("pilots")
         self.assertEqual(meta["stopping"], {"rule": "stein", "pilot": 2, "max_runs": 5,
-                                            "sliced_runs": 4, "pilot_s": 0.6})
+                                            "sliced_runs": params.BY_NAME["SLICED_RUNS"].default,
+                                            "pilot_s": 0.6})
         # PILOT_S=0.6: a cell's pilot fills 0.6 s of its runs (the plan's
         # estimate), 2..5 of them; the untraced ones' (~0.07 s) fill all 5
         self.assertEqual(sorted(pilots), ["baseline/1", "ftrace-sdt/1", "idle-sdt/1"])

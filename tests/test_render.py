@@ -10,29 +10,42 @@ import shutil
 import tempfile
 import unittest
 
-from kit_test import (EXAMPLE, FIXTURES, REPORT_PY, ROOT, cells, fixture, golden, run,
-                      unavailable)
+from kit_test import (EXAMPLE, FIXTURES, REPORT_PY, ROOT, cells, fixture, golden,
+                      report_text, run, unavailable)
 import kernel
 import record
 import report
 import stats
+import tracers
 from measure import paths
 from render import formats, guest, sites, summary
 
 
+def both(*args, **kw):
+    """report.md and tables.md (report.markdown) as one text, for checks
+    that do not care which of the two holds a line."""
+    return "".join(doc for doc in report.markdown(*args, **kw) if doc)
+
+
 class Golden(unittest.TestCase):
+    def same_as_golden(self, d, golden_report, golden_tables):
+        """D's report.md and tables.md equal the golden files given (the
+        line linking the plots aside)."""
+        for got, want in (("report.md", golden_report), ("tables.md", golden_tables)):
+            with open(os.path.join(d, got)) as f, open(want) as g:
+                self.assertEqual(golden(f.read()), golden(g.read()), f"{got} against {want}")
+
     def test_basic_report_md(self):
-        """report.md of the basic fixture equals the golden file beside it
-        (regenerate with: python3 scripts/report.py tests/fixtures/report/basic
-        && mv tests/fixtures/report/basic/report.md .../expected-report.md)."""
+        """report.md and tables.md of the basic fixture equal the golden
+        files beside it (regenerate with: python3 scripts/report.py
+        tests/fixtures/report/basic, then move its report.md and tables.md
+        to expected-report.md and expected-tables.md)."""
         with tempfile.TemporaryDirectory() as tmp:
             d = fixture("basic", tmp)
             r = run(["python3", REPORT_PY, d])
             self.assertEqual(r.returncode, 0, r.stderr)
-            with open(os.path.join(d, "report.md")) as f:
-                got = golden(f.read())
-            with open(os.path.join(FIXTURES, "basic", "expected-report.md")) as f:
-                self.assertEqual(got, f.read())
+            self.same_as_golden(d, *(os.path.join(FIXTURES, "basic", f"expected-{n}.md")
+                                     for n in ("report", "tables")))
             with open(os.path.join(d, "report.json")) as f:
                 j = json.load(f)
             self.assertEqual(j["environment"]["host"], "fixture")
@@ -47,8 +60,9 @@ class Golden(unittest.TestCase):
 
     def test_example_is_current(self):
         """docs/example, a real default run README quotes, has the report
-        today's report.py writes from its runs.csv and meta.json (after a
-        change to the report: python3 scripts/report.py docs/example)."""
+        and tables today's report.py writes from its runs.csv and
+        meta.json (after a change to the report: python3 scripts/report.py
+        docs/example)."""
         with tempfile.TemporaryDirectory() as tmp:
             d = os.path.join(tmp, "example")
             os.mkdir(d)
@@ -56,10 +70,8 @@ class Golden(unittest.TestCase):
                 shutil.copy(os.path.join(EXAMPLE, f), d)
             r = run(["python3", REPORT_PY, d])
             self.assertEqual(r.returncode, 0, r.stderr)
-            with open(os.path.join(d, "report.md")) as f:
-                got = golden(f.read())
-        with open(os.path.join(EXAMPLE, "report.md")) as f:
-            self.assertEqual(got, golden(f.read()))
+            self.same_as_golden(d, os.path.join(EXAMPLE, "report.md"),
+                                os.path.join(EXAMPLE, "tables.md"))
         out = r.stdout.splitlines()
         self.assertLessEqual(len(out), summary.LINES + 3)
         self.assertLessEqual(max(map(len, out)), summary.WIDTH)
@@ -67,16 +79,22 @@ class Golden(unittest.TestCase):
     def test_paced_report_md(self):
         """The paced fixture (hand-chosen rows at RATE=1000,10000; the
         figures are worked by hand in ByHand.test_paced) against its golden
-        report: no tight-loop sections, the paced table and the limits."""
+        report and tables: no tight-loop sections, the paced table and the
+        limits."""
         with tempfile.TemporaryDirectory() as tmp:
             d = fixture("paced", tmp)
             r = run(["python3", REPORT_PY, d])
             self.assertEqual(r.returncode, 0, r.stderr)
+            self.same_as_golden(d, *(os.path.join(FIXTURES, "paced", f"expected-{n}.md")
+                                     for n in ("report", "tables")))
             with open(os.path.join(d, "report.md")) as f:
-                got = golden(f.read())
-            with open(os.path.join(FIXTURES, "paced", "expected-report.md")) as f:
-                self.assertEqual(got, f.read())
-            self.assertNotIn("## Overhead per event", got)
+                got = f.read()
+            with open(os.path.join(d, "tables.md")) as f:
+                tables = f.read()
+            self.assertNotIn("## Overhead per event", got + tables)
+            self.assertIn("## Paced runs: CPU at a given event rate", tables)
+            self.assertIn("- [Paced runs: CPU at a given event rate](tables.md#paced-runs-cpu-at"
+                          "-a-given-event-rate): 11 table rows", got)
             self.assertIn("Paced runs: the highest rate each held without losing an event",
                           r.stdout)
             # A paced-only run's skips are said too (they once were not).
@@ -142,8 +160,7 @@ class Guest2011(unittest.TestCase):
             lab = os.path.join(tmp, os.path.basename(self.GUEST))
             # a host's report depends on no other folder in results/ ...
             r = run(["python3", REPORT_PY, host])
-            with open(os.path.join(host, "report.md")) as f:
-                self.assertNotIn("[instructions/event]", f.read())
+            self.assertNotIn("[instructions/event]", report_text(host))
             # ... and takes the guest it is given (the lab's top folder or its suite's)
             self.assertEqual(report.guest_for(lab), report.guest_for(os.path.join(lab, "sid")))
             g = report.guest_for(lab)
@@ -274,7 +291,7 @@ class Sites(unittest.TestCase):
                           v["site-b"]["calls"]), ("UNSAFE", 1998, 2000))
         self.assertAlmostEqual(v["site-b"]["ns_per_event"], 699)
         self.assertEqual(v["site-c"]["verdict"], "NEVER FIRES")
-        md = report.markdown(self.a, {}, [], "/x", rows=self.rows)
+        md = both(self.a, {}, [], "/x", rows=self.rows)
         self.assertNotIn("<span", md)
         got = {ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[1:-1]]
                for ln in md.splitlines() if ln.startswith("| site-") and "marker" in ln}
@@ -298,7 +315,7 @@ class Sites(unittest.TestCase):
         expectation."""
         def marks(errno):
             meta = {"uprobe_optimisation": {"errno": errno, "meaning": "m"}}
-            md = report.markdown(self.a, meta, [], "/x", rows=self.rows)
+            md = both(self.a, meta, [], "/x", rows=self.rows)
             return md, {ln.split("|")[1].strip(): ln.split("|")[-2].strip()
                         for ln in md.splitlines() if ln.startswith("| site-")
                         and "marker" in ln}
@@ -344,7 +361,7 @@ class Sites(unittest.TestCase):
         self.assertEqual([v[c]["verdict"] for c in ("site-r", "site-f", "site-o")],
                          ["REFUSED", "CRASHES", ""])
         meta = {"uprobe_optimisation": {"errno": "ENXIO", "meaning": "m"}}
-        md = report.markdown(a, meta, [], "/x", rows=rows)
+        md = both(a, meta, [], "/x", rows=rows)
         got = {ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[1:-1]]
                for ln in md.splitlines() if ln.startswith("| site-") and "marker" in ln}
         self.assertEqual(got["site-r"][5:], ["running", "-", "-", "-", "**REFUSED**", "yes"])
@@ -355,7 +372,7 @@ class Sites(unittest.TestCase):
         self.assertIn("- **CRASHES**: the sdt-nop5 site under ftrace (in a child forked after "
                       "it fired)", md)
         # On 7.2 (EPROTO) the same rows contradict what is expected there.
-        md = report.markdown(a, {"uprobe_optimisation": {"errno": "EPROTO"}}, [], "/x",
+        md = both(a, {"uprobe_optimisation": {"errno": "EPROTO"}}, [], "/x",
                              rows=rows)
         self.assertIn("site-r at 1 thread(s): REFUSED, expected safe", md)
         self.assertIn("site-f at 1 thread(s): CRASHES, expected safe", md)
@@ -376,11 +393,13 @@ class Sites(unittest.TestCase):
         meta = {"uprobe_optimisation": {"errno": "ENXIO", "meaning": "m"}}
         s = {x["config"]: x for x in a["sites"]}
         self.assertEqual(s["site-bt"]["verdict"], "REFUSED")
-        self.assertEqual(kernel.check(meta, s["site-bt"]), "")
-        self.assertEqual(kernel.check(meta, s["site-c"]), "")
+        orders = tracers.marker_orders()  # bpftrace's "running"
+        self.assertEqual(orders["bpftrace"][0], "running")
+        self.assertEqual(kernel.check(meta, s["site-bt"], orders), "")
+        self.assertEqual(kernel.check(meta, s["site-c"], orders), "")
         never = dict(s["site-bt"], verdict="NEVER FIRES", path="none: the probe never fired")
-        self.assertEqual(kernel.check(meta, never), "NEVER FIRES, expected REFUSED")
-        md = report.markdown(a, meta, [], "/x", rows=rows)
+        self.assertEqual(kernel.check(meta, never, orders), "NEVER FIRES, expected REFUSED")
+        md = both(a, meta, [], "/x", rows=rows)
         self.assertIn('bpftrace\'s marker probes on "before" rows are expected as in '
                       '"running": bpftrace -c holds its child under ptrace', md)
 
@@ -391,12 +410,12 @@ class Sites(unittest.TestCase):
         expectation where it is unknown."""
         s = {"probe": "return", "build": "plain", "path": "uretprobe syscall (1000 calls seen)"}
         yes, no = ({"uretprobe_syscall": {"answer": a}} for a in ("yes", "no"))
-        self.assertEqual(kernel.check(yes, s), "")
-        self.assertEqual(kernel.check(no, s), "path uretprobe syscall (1000 calls seen), "
+        self.assertEqual(kernel.check(yes, s, {}), "")
+        self.assertEqual(kernel.check(no, s, {}), "path uretprobe syscall (1000 calls seen), "
                                               "expected trap")
-        self.assertEqual(kernel.check(no, dict(s, path="trap: no uretprobe syscall was made")),
+        self.assertEqual(kernel.check(no, dict(s, path="trap: no uretprobe syscall was made"), {}),
                          "")
-        self.assertIsNone(kernel.check({}, s))
+        self.assertIsNone(kernel.check({}, s, {}))
         with tempfile.TemporaryDirectory() as tmp:
             syms = os.path.join(tmp, "kallsyms")
             with open(syms, "w") as f:
@@ -413,14 +432,14 @@ class Sites(unittest.TestCase):
         -icount (never ns), without a cost column under plain TCG."""
         meta = {"uprobe_optimisation": {"errno": "EPROTO", "meaning": "m"},
                 "lab": {"suite": "sid", "accel": "tcg", "icount": True}}
-        md = report.markdown(self.a, meta, [], "/x", rows=self.rows)
+        md = both(self.a, meta, [], "/x", rows=self.rows)
         sites = md[md.index("### Probe sites on this guest's kernel"):]
         self.assertIn("This kernel answered the uprobe syscall with EPROTO: m.", sites)
         self.assertIn("| overhead [instructions/event] |", sites.replace("  ", ""))
         self.assertNotIn("[ns/event]", sites)
         self.assertIn("**NO**: path optimised, expected trap", sites)
         meta["lab"]["icount"] = False
-        sites = report.markdown(self.a, meta, [], "/x", rows=self.rows)
+        sites = both(self.a, meta, [], "/x", rows=self.rows)
         sites = sites[sites.index("### Probe sites"):]
         self.assertNotIn("overhead [", sites)
         self.assertIn("| **UNSAFE**", sites)
@@ -597,8 +616,7 @@ class Errors(unittest.TestCase):
             for msg in ("unknown columns ignored: extra", "truncated?); ignored",
                         "meta.json: missing", "no baseline rows; overheads are not computed"):
                 self.assertIn(msg, r.stderr)
-            with open(os.path.join(d, "report.md")) as f:
-                md = f.read()
+            md = report_text(d)
             self.assertIn("No baseline rows", md)
             self.assertIn("| idle-sdt", md)
 

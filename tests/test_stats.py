@@ -10,6 +10,7 @@ import unittest
 from kit_test import FIXTURES, cells
 import configs
 import kernel
+import params
 import predict
 import stats
 import workloads
@@ -358,15 +359,20 @@ class Coverage(unittest.TestCase):
                 self.assertGreaterEqual(held, 0.94, f"{held:.1%} held, {runs:.1f} runs a cell")
 
     def test_a_time_sliced_cells_cap_keeps_it(self):
-        """SLICED_RUNS=4 (the default cap where THREADS exceed the CPUs)
-        makes noisy cells stop short of what their pilot asked for: their
-        interval is wider, never less sure (N still follows the pilot
-        alone)."""
-        for seed, cv in enumerate((0.10, 0.20), start=10):
-            with self.subTest(cv=cv):
-                held, runs = self.coverage(cv, stats.settle, seed, max_runs=4)
+        """SLICED_RUNS (the cap where THREADS exceed the CPUs: 3 by
+        default, 4 before 2026-12-04) makes noisy cells stop short of
+        what their pilot asked for: their interval is wider, never less
+        sure (N still follows the pilot alone).  A cheap cell's pilot is
+        cut to the cap (params.pilot_runs), so at the cap it is the cell
+        (a t interval); a pilot of MIN_RUNS=2 under the default cap still
+        has its N to choose."""
+        default = params.BY_NAME["SLICED_RUNS"].default
+        for seed, (cv, cap, pilot) in enumerate(((0.10, default, 3), (0.20, default, 2),
+                                                 (0.20, 4, 3), (0.20, 4, 4)), start=10):
+            with self.subTest(cv=cv, cap=cap, pilot=pilot):
+                held, runs = self.coverage(cv, stats.settle, seed, max_runs=cap, pilot=pilot)
                 self.assertGreaterEqual(held, 0.94, f"{held:.1%} held, {runs:.1f} runs a cell")
-                self.assertLessEqual(runs, 4)
+                self.assertLessEqual(runs, cap)
 
     def test_a_cheap_cells_longer_pilot_keeps_it(self):
         """PILOT_S: a cheap cell pilots 9 runs (its runs ~0.07 s here), its

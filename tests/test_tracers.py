@@ -8,6 +8,7 @@ import configs
 import kernel
 import record
 import stats
+import tracers
 from measure import paths
 
 
@@ -144,7 +145,7 @@ class Sites(StateTest):
         self.assertEqual(sorted(sites), sorted(names))
         for name, s in sites.items():
             with self.subTest(config=name):
-                self.assertEqual(kernel.check(meta, s), "", s)
+                self.assertEqual(kernel.check(meta, s, tracers.marker_orders()), "", s)
                 self.assertEqual(s["attach"], configs.BY_NAME[name].attach)
         by = {x["config"]: x for x in rows}
         self.assertEqual(by["site-sdt-ftrace-running"]["events_seen"], "20000")

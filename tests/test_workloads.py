@@ -203,7 +203,7 @@ class Postgres(StateTest):
                     self.assertEqual(row["events_expected"], row["events_seen"])
                 else:
                     self.assertEqual(row["status"], "ok", row["reason"])
-        # report.md's Real programs: pgbench's tps and latency, each cell's
+        # tables.md's Real programs: pgbench's tps and latency, each cell's
         # runs' work over their time, with an interval
         a = stats.analyse([x for x in typed if (x["rep"] or 0) >= 1], meta)
         md = "\n".join(real.real_markdown(a))

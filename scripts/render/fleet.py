@@ -15,7 +15,7 @@ import configs
 import workloads
 from record import BadInput, DEFAULT_UNIT, load
 from render.formats import f_overhead, f_x, table
-from render import plots
+from render.layout import save
 from render import summary as answers
 from render.summary import per_event
 from stats import analyse
@@ -102,7 +102,7 @@ def summary(folder, reference=None):
             table_rows.append([config, str(threads), n, f_overhead(o), unit[n],
                                c.get("path") or "-", (f_x(ratio) + "x") if ratio else
                                ("reference" if n == ref and o else "-")])
-    made = plots.plot_fleet(folder, by, unit, answers.cheapest(
+    made = plot_fleet(folder, by, unit, answers.cheapest(
         next(a for n, a, _ in ran if n == ref))[0])
     lines += [f"Plots: {', '.join(os.path.basename(m) for m in made)} (each tracer's "
               f"cheapest configuration on {ref}, at 1 thread, every host beside it)."
@@ -121,3 +121,46 @@ def write(folder, reference=None):
     with open(os.path.join(folder, "summary.md"), "w") as f:
         f.write(text)
     return text
+
+
+def plot_fleet(folder, by_host, units, cheapest):
+    """fleet_cost_<unit>.png: each tracer's cheapest configuration at 1
+    thread (CHEAPEST: [(tracer, config)]), a bar per host with its 95%
+    interval (BY_HOST: {host: {(config, threads): cell}}), one plot per
+    unit (UNITS: {host: unit}): ns and instructions never share axes.  The
+    paths drawn ([] without matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    made = []
+    for unit in sorted(set(units.values())):
+        hosts = [h for h in by_host if units[h] == unit]
+        rows = [(t, c) for t, c in cheapest if any(by_host[h].get((c, 1)) for h in hosts)]
+        if not rows:
+            continue
+        fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(rows) * len(hosts) / 2 + 3), 4.5))
+        width = 0.8 / len(hosts)
+        for k, h in enumerate(hosts):
+            xs, ys, err = [], [], [[], []]
+            for i, (_, c) in enumerate(rows):
+                o = (by_host[h].get((c, 1)) or {}).get("overhead")
+                if not o:
+                    continue
+                xs.append(i + (k - (len(hosts) - 1) / 2) * width)
+                ys.append(o["mean_ns"])
+                lo, hi = o.get("lo_ns"), o.get("hi_ns")
+                err[0].append(o["mean_ns"] - lo if lo is not None else 0)
+                err[1].append(hi - o["mean_ns"] if hi is not None else 0)
+            ax.bar(xs, ys, width, yerr=err, capsize=3, label=h)
+        ax.set_xticks(range(len(rows)))
+        ax.set_xticklabels([f"{t}\n{c}" for t, c in rows], fontsize=8)
+        ax.set_ylabel(f"overhead per event [{unit}], 1 thread")
+        ax.set_title("each tracer's cheapest configuration, by host (95% intervals where a "
+                     "cell has one)")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        made.append(save(fig, folder, f"fleet_cost_{unit}.png"))
+    return made

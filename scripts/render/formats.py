@@ -229,3 +229,14 @@ def f_ins(v):
     """Instructions: two decimals below 100 (an idle marker's nop is
     1.00), whole ones above (a trap's hundreds vary by more than one)."""
     return "-" if v is None else f"{v:.2f}" if abs(v) < 100 else f"{v:,.0f}"
+
+
+def kernel_facts(labs, heads):
+    """The kernel facts (kernel.CONFIG_FACTS) of each lab guest (LABS: their
+    meta's "lab"), a column each under HEADS: markdown lines, [] if none."""
+    if not any(lab.get("kernel_config") for lab in labs):
+        return []
+    body = [[label] + [(lab.get("kernel_config") or {}).get(label, "-") for lab in labs]
+            for label, _ in kernel.CONFIG_FACTS]
+    return ["", "The kernel facts that change the figures, from each guest's own config "
+            "(/boot/config-REL):", "", table(["fact"] + heads, body)]

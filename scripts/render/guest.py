@@ -16,13 +16,13 @@ import json
 import os
 
 import configs
-import kernel
 import record
 import stats
 from configs import BASELINE
 from record import INSTRUCTIONS, timed_for_real
 from render import lifecycle
-from render.formats import Notes, f_check, f_ins, f_interval, runs_cell, skipped_failed, table
+from render.formats import (Notes, f_check, f_ins, f_interval, kernel_facts, runs_cell,
+                            skipped_failed, table)
 from render.sites import expectation, sites_table
 from render.y2011 import Y2011, Y2011_ROWS
 
@@ -255,17 +255,6 @@ def summary(top, folders):
     with open(os.path.join(top, "summary.md"), "w") as f:
         f.write(text)
     return text
-
-
-def kernel_facts(labs, heads):
-    """The kernel facts (kernel.CONFIG_FACTS) of each lab guest (LABS: their
-    meta's "lab"), a column each under HEADS: markdown lines, [] if none."""
-    if not any(lab.get("kernel_config") for lab in labs):
-        return []
-    body = [[label] + [(lab.get("kernel_config") or {}).get(label, "-") for lab in labs]
-            for label, _ in kernel.CONFIG_FACTS]
-    return ["", "The kernel facts that change the figures, from each guest's own config "
-            "(/boot/config-REL):", "", table(["fact"] + heads, body)]
 
 
 def lab_2011(guests):

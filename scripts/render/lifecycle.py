@@ -21,7 +21,8 @@ import statistics
 
 import stats
 from record import INSTRUCTIONS, NS
-from render.plots import save
+from render.formats import kernel_facts
+from render.layout import save
 
 KIND = "lifecycle"  # meta.json's "kind"
 LIFECYCLE_CSV, BYSTANDER_CSV = "lifecycle.csv", "bystander.csv"
@@ -358,7 +359,6 @@ def lab_summary(top, folders):
     out.append("")
     for said in dict.fromkeys(clock(m)[4] for m, *_ in guests):  # each clock's own sentence
         out += [said, ""]
-    from render.guest import kernel_facts  # (render.guest imports this file)
     out += kernel_facts([m.get("lab") or {} for m, *_ in guests], head)
 
     def grid(title, key, pick, fmt):

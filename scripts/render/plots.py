@@ -5,20 +5,26 @@ and whether it is safe (probe_sites.png), where the CPU goes
 (user_sys_split.png) and, for paced runs, CPU against the event rate
 (paced_cpu.png).  A corrupted, never-firing or miscounted cell is never
 drawn as an ordinary bar: it is hatched or hollow and labelled, and a
-failed or skipped one is named in words.  Needs matplotlib (Debian's
-python3-matplotlib); report.py calls it.
+failed or skipped one is named in words.  However many configurations and
+thread counts, no figure is taller than layout.MAX_IN (rows thin, then
+panels go side by side), and layout.save() says on stderr where two texts
+overlap.  Needs
+matplotlib (Debian's python3-matplotlib); report.py calls it.
 """
 import math
 import os
+import textwrap
 
 import kernel
 import configs
 import workloads
 from stats import config_rank
 from render.formats import f_ns, f_overhead, normalise, undetectable
+from render.layout import DPI, panel_grid, place, rows_grid, save, spans, whiskers
 
 PACED_FLOOR = 1e-2  # % of a CPU: where a paced plot puts overheads at or below 0
-LABEL_PX = 10  # pixels: the least distance between two line labels
+LINES = 7  # lines a panel of overhead_vs_threads.png at most, so that their names fit beside it
+VERDICTS = ("UNSAFE", "NEVER FIRES", "MISMATCH", "DROPPED", "failed")  # kind()'s, not a cost
 
 
 def short(reason, n=48):
@@ -72,6 +78,7 @@ def plots(a, folder, p=None):
         import matplotlib.pyplot as plt
     except ImportError:
         return None, {}
+    matplotlib.rcParams["figure.dpi"] = DPI  # what the layout measures is what save() writes
     made, drawn = [], {}
     cells = [c for c in a["cells"] if not configs.is_baseline(c["config"])]
     threads = sorted({c["threads"] for c in a["cells"]})
@@ -94,149 +101,177 @@ def plots(a, folder, p=None):
 
 def plot_by_config(plt, a, cells, threads, folder):
     """(One function for one figure, axes to legend, read together.)  One
-    bar per configuration and thread count, in the table's order, with its
-    95% interval; verdict cells hatched or hollow and labelled; a cell
-    with no bar says why in words."""
+    row per configuration, in the table's order, at the fewest threads (a
+    row per cell once made it 8,536 px tall): a bar with its 95% interval,
+    or a verdict cell hatched or hollow and labelled, or words saying why
+    there is no bar; right of the axes, the verdicts it has at other thread
+    counts, whose costs are in overhead_vs_threads.png and the tables."""
     skipped = {s["config"]: s["reason"] for s in a["skipped"]}
     names = list(dict.fromkeys([c["config"] for c in cells] + list(skipped)))
     rank = config_rank(names)
     names.sort(key=rank.get)
-    fig, ax = plt.subplots(figsize=(12, 0.4 * len(names) * max(1, len(threads)) ** 0.5 + 1.8))
-    h = 0.8 / max(1, len(threads))
-    drawn = {}
-    for j, t in enumerate(threads):
-        by = {c["config"]: c for c in cells if c["threads"] == t}
-        bars, texts = [], []
-        for i, n in enumerate(names):
-            y, c = i + j * h, by.get(n)
-            if c is None:
-                if n in skipped and j == 0:
-                    texts.append((y, f"skipped: {short(skipped[n])}", None))
-                    drawn[(n, None)] = "skipped"
-                continue
-            k, o = kind(c), c.get("overhead")
-            if k in ("bar", "UNSAFE", "MISMATCH", "DROPPED") and o and o["mean_ns"] > 0:
-                bars.append((y, o, k, n))
-            if k not in ("bar", "UNSAFE", "MISMATCH", "DROPPED") or not o or o["mean_ns"] <= 0:
-                drawn[(n, t)] = f"words: {label(c, k)}"
-                texts.append((y, label(c, k), None))
-            elif k != "bar":  # the words after the bar's end
-                texts.append((y, label(c, k), o["mean_ns"] * 1.15))
-        # What each cell became is recorded where it is drawn (tests read it).
-        normal = [(y, o, n) for y, o, k, n in bars if k == "bar"]
-        if normal:
-            means = [o["mean_ns"] for _, o, _ in normal]
-            # Whiskers: the 95% interval, its lower end kept on the log axis.
-            lo = [m - max(o["lo_ns"], m * 1e-3) if o["lo_ns"] is not None else 0
-                  for m, (_, o, _) in zip(means, normal)]
-            hi = [o["hi_ns"] - m if o["hi_ns"] is not None else 0
-                  for m, (_, o, _) in zip(means, normal)]
-            ax.barh([y for y, _, _ in normal], means, height=h, xerr=[lo, hi], capsize=2,
-                    label=f"{t} thread(s)", color=f"C{j}")
-            drawn.update({(n, t): "bar" for _, _, n in normal})
-        for y, o, k, n in bars:
-            if k == "UNSAFE":  # red hatch: the program's data were overwritten
-                ax.barh(y, o["mean_ns"], height=h, color="none", edgecolor="red", hatch="xx")
-                drawn[(n, t)] = f"red hatch: {label(by[n], k)}"
-            elif k != "bar":  # hollow: events lost or miscounted, the cost not a cost
-                ax.barh(y, o["mean_ns"], height=h, color="none", edgecolor=f"C{j}", hatch="..",
-                        ls="--")
-                drawn[(n, t)] = f"hollow: {label(by[n], k)}"
-        for y, text, x in texts:
-            ax.text(0.005 if x is None else x, y, " " + text, va="center", fontsize=7,
-                    color="red" if "UNSAFE" in text or "NEVER" in text else "0.25",
-                    transform=ax.get_yaxis_transform() if x is None else ax.transData)
-    ax.set_yticks([i + h * (len(threads) - 1) / 2 for i in range(len(names))])
-    ax.set_yticklabels(names, fontsize=8)
-    ax.set_ylim(len(names) - 0.1, -0.5)  # top to bottom, room for the first row's words
-    ax.set_xscale("log")
-    ax.set_xlabel("overhead per event [ns/event] (mean, 95% interval; log scale).  "
-                  "Red hatch: UNSAFE (corrupted); dotted hollow: events lost or miscounted")
-    ax.legend(loc="lower right", fontsize=8)
-    ax.set_title("What each configuration costs per event (table order, baselines first)")
+    by = {}
+    for c in cells:
+        by.setdefault(c["config"], {})[c["threads"]] = c
+    cols, per, height = rows_grid(len(names), 0.4, 2.0)
+    fig, axes = plt.subplots(1, cols, figsize=(12 if cols == 1 else 11 * cols, height),
+                             sharex=True, squeeze=False)
+    drawn, inside = {}, []
+    for k, ax in enumerate(axes[0]):
+        mine = names[k * per:(k + 1) * per]
+        for y, n in enumerate(mine):
+            inside += config_row(ax, y, n, by.get(n, {}), threads[0], skipped, drawn)
+        ax.set_yticks(range(len(mine)))
+        ax.set_yticklabels(mine, fontsize=8)
+        ax.set_ylim(per - 0.5, -0.5)  # top to bottom, every panel's rows alike
+        ax.set_xscale("log")
+        ax.set_xlabel("overhead per event [ns/event] (mean, 95% interval; log scale)\nred hatch: "
+                      "UNSAFE (corrupted); dotted hollow: events lost or miscounted", fontsize=8)
+    others = ("; other thread counts: overhead_vs_threads.png and the tables, their verdicts "
+              "right of the rows" if len(threads) > 1 else "")
+    fig.suptitle(f"What each configuration costs per event at {threads[0]} thread(s)\n(table "
+                 f"order, baselines first{others})", fontsize=10, y=0.995)
     fig.tight_layout()
+    r = fig.canvas.get_renderer()
+    for t in inside:  # kept inside: right of the axes are the other thread counts' words
+        edge = t.axes.get_window_extent(r).x1
+        if t.get_window_extent(r).x1 > edge and t.get_transform() is t.axes.transData:
+            t.set_x(0.005)  # after its bar's end it would not fit: on the (hollow) bar
+            t.set_transform(t.axes.get_yaxis_transform())
+            t.set_bbox({"fc": "white", "ec": "none", "alpha": 0.8, "pad": 0.5})
+        while t.get_window_extent(r).x1 > edge and len(t.get_text()) > 24:
+            t.set_text(t.get_text()[:-5] + "…")  # its verdict first: the reason's end goes
     return save(fig, folder, "overhead_by_config.png"), drawn
 
 
-def spread(ys, gap, top=None):
-    """Label heights for points at YS on a log axis, moved apart so that
-    no two are closer than GAP decades, in the points' order, and moved
-    down together where the highest would pass TOP (a log10)."""
-    order = sorted(range(len(ys)), key=lambda i: ys[i])
-    out = [0.0] * len(ys)
-    last = None
-    for i in order:
-        v = math.log10(ys[i])
-        v = v if last is None or v - last >= gap else last + gap
-        out[i] = last = v
-    over = max(out) - top if top is not None and out else 0
-    return [10 ** (v - max(over, 0)) for v in out]
+def config_row(ax, y, n, mine, t0, skipped, drawn):
+    """Row Y of overhead_by_config.png: configuration N's cell at T0
+    threads (MINE: {threads: cell}), and its verdicts at the others in
+    words.  Records how each cell was drawn (report.json, tests); the
+    words drawn inside the axes, to be fitted once the layout is."""
+    c, inside, words = mine.get(t0), [], None
+    k, o = (kind(c), c.get("overhead")) if c else (None, None)
+    if c is None:
+        words = f"skipped: {short(skipped[n])}" if n in skipped else f"not run at {t0} thr"
+        if n in skipped:
+            drawn[(n, None)] = "skipped"
+    elif k not in ("bar", "UNSAFE", "MISMATCH", "DROPPED") or not o or o["mean_ns"] <= 0:
+        words = label(c, k)
+        drawn[(n, t0)] = f"words: {words}"
+    elif k == "bar":
+        ax.barh(y, o["mean_ns"], height=0.7, xerr=whiskers([o]), capsize=2, color="C0")
+        drawn[(n, t0)] = "bar"
+    else:  # red hatch: the program's data were overwritten; hollow: events lost or miscounted
+        unsafe = k == "UNSAFE"
+        ax.barh(y, o["mean_ns"], height=0.7, color="none", edgecolor="red" if unsafe else "C0",
+                hatch="xx" if unsafe else "..", ls="-" if unsafe else "--")
+        drawn[(n, t0)] = f"{'red hatch' if unsafe else 'hollow'}: {label(c, k)}"
+        inside.append(ax.text(o["mean_ns"] * 1.15, y, " " + label(c, k), va="center", fontsize=7,
+                              color="red" if unsafe else "0.25"))
+    if words is not None:
+        inside.append(ax.text(0.005, y, " " + words, va="center", fontsize=7,
+                              transform=ax.get_yaxis_transform(),
+                              color="red" if "UNSAFE" in words or "NEVER" in words else "0.25"))
+    verdicts = {}
+    for t, c in sorted(mine.items()):
+        if t != t0 and kind(c) in VERDICTS:
+            verdicts.setdefault(kind(c), []).append(t)
+    said = {k: f"at {short(spans(ts), 20)} thr: {k}" for k, ts in verdicts.items()}
+    for t, c in mine.items():
+        if t != t0:
+            drawn[(n, t)] = (f"words: {said[kind(c)]}" if kind(c) in said
+                             else "in overhead_vs_threads.png" if kind(c) == "bar"
+                             else f"in the tables: {kind(c)}")
+    if said:
+        words = "; ".join(said.values())
+        ax.text(1.01, y, words, va="center", fontsize=7, transform=ax.get_yaxis_transform(),
+                color="red" if "UNSAFE" in words or "NEVER" in words else "0.25")
+    return inside
 
 
 def plot_vs_threads(plt, a, cells, threads, folder):
-    """(One function for one figure, axes to legend, read together.)  One
-    panel per tracer, a line per configuration with 95% whiskers,
-    labelled at its end (labels moved apart, never on one another);
-    verdict cells are red crosses with their word, not points on a line."""
+    """(One function for one figure, axes to legend, read together.)  A
+    line per configuration with 95% whiskers, at most LINES to a panel (a
+    tracer with more gets several), each named once right of its panel,
+    the names moved apart by their own height once the layout is fixed;
+    verdict cells are red crosses, their words in the name ("name: UNSAFE
+    (1-2)"); one with no point (NEVER FIRES, failed) named at the bottom."""
     if len(threads) < 2:
         return None, {}
-    tracers = list(dict.fromkeys(c["tracer"] or "?" for c in cells))
-    cols = min(3, len(tracers))
-    rows_n = (len(tracers) + cols - 1) // cols
-    fig, axes = plt.subplots(rows_n, cols, figsize=(4.6 * cols, 3.4 * rows_n), squeeze=False)
-    drawn = {}
-    for k, tr in enumerate(tracers):
-        ax = axes[k // cols][k % cols]
-        ends, silent = [], {}
-        for i, n in enumerate(dict.fromkeys(c["config"] for c in cells if c["tracer"] == tr)):
-            mine = sorted((c for c in cells if c["config"] == n), key=lambda c: c["threads"])
-            good = []
-            for c in mine:
-                drawn[(n, c["threads"])] = how = kind(c)
-                o = c.get("overhead")
-                if how == "bar":
-                    good.append(c)
-                elif how == "NEVER FIRES":  # its time is no cost: named, not drawn
-                    silent.setdefault(n, []).append(c["threads"])
-                elif o and o["mean_ns"] > 0 and how not in ("none detectable", "failed"):
-                    ax.plot([c["threads"]], [o["mean_ns"]], "x", color="red", ms=8)
-                    ax.annotate(how, (c["threads"], o["mean_ns"]), textcoords="offset points",
-                                xytext=(5, -9), fontsize=6, color="red")
-            if not good:
-                continue
-            xs = [c["threads"] for c in good]
-            ms = [c["overhead"]["mean_ns"] for c in good]
-            err = [[m - max(c["overhead"]["lo_ns"], m * 1e-3) if c["overhead"]["lo_ns"] is not None
-                    else 0 for m, c in zip(ms, good)],
-                   [c["overhead"]["hi_ns"] - m if c["overhead"]["hi_ns"] is not None else 0
-                    for m, c in zip(ms, good)]]
-            ax.errorbar(xs, ms, yerr=err, marker="o", ms=3, capsize=3, color=f"C{i}")
-            ends.append((xs[-1], ms[-1], n, f"C{i}"))
-        if silent:
-            ax.text(0.02, 0.02, "NEVER FIRES:\n" + "\n".join(
-                f"{n} ({spans(ts)})" for n, ts in silent.items()), fontsize=6, color="red",
-                transform=ax.transAxes, va="bottom")
+    drawn = {(c["config"], c["threads"]): kind(c) for c in cells}
+    by = {}
+    for c in sorted(cells, key=lambda c: c["threads"]):
+        by.setdefault(c["tracer"] or "?", {}).setdefault(c["config"], []).append(c)
+    panels = []
+    for tr, lines in by.items():
+        shown = [cs for cs in lines.values() if {kind(c) for c in cs} & {"bar", *VERDICTS}]
+        parts = [shown[i:i + LINES] for i in range(0, len(shown), LINES)]
+        panels += [(tr if len(parts) == 1 else f"{tr} ({i + 1}/{len(parts)})", p)
+                   for i, p in enumerate(parts)]
+    if not panels:
+        return None, {}
+    cols, rows_n, height = panel_grid(len(panels))
+    fig, axes = plt.subplots(rows_n, cols, figsize=(5.4 * cols, height), squeeze=False)
+    named = []
+    for ax, (title, lines) in zip(axes.flat, panels):
+        names = [line(ax, f"C{i}", cs, drawn) for i, cs in enumerate(lines)]
+        ax.set_title(title, fontsize=9)
         ax.set_yscale("log")
-        lo, hi = (math.log10(v) for v in ax.get_ylim())
-        px = ax.get_window_extent().height or 1
-        for (x, y, n, col), ly in zip(ends, spread([e[1] for e in ends],
-                                                   (hi - lo) * LABEL_PX / px, hi)):
-            ax.annotate(n, (x, y), xytext=(x + 0.15, ly), fontsize=6.5, va="center", color=col,
-                        arrowprops={"arrowstyle": "-", "color": col, "lw": 0.5},
-                        annotation_clip=False)
-        ax.set_title(tr, fontsize=9)
-        ax.set_yscale("log")
-        ax.set_xticks(threads)
-        ax.set_xlim(min(threads) - 0.3, max(threads) + 0.3 + 0.7 * len(threads))
+        ax.set_xticks(threads[::math.ceil(len(threads) / 12)])  # 12 fit a panel's width
+        ax.set_xlim(min(threads) - 0.3, max(threads) + 0.3)
         ax.set_xlabel("threads", fontsize=8)
         ax.set_ylabel("overhead [ns/event]", fontsize=8)
         ax.tick_params(which="both", labelsize=7)
-    for k in range(len(tracers), rows_n * cols):
-        axes[k // cols][k % cols].axis("off")
+        # Right of the panel, joined to its point; where only after the layout (place()).
+        named.append((ax, [(ax.annotate(
+            text, xy or (1.03, 0), xycoords="data" if xy else "axes fraction", xytext=(1.03, 0),
+            textcoords="axes fraction", fontsize=6.5, va="center", color=col,
+            arrowprops={"arrowstyle": "-", "color": col, "lw": 0.5} if xy else None,
+            annotation_clip=False), xy) for text, xy, col in names]))
+    for ax in axes.flat[len(panels):]:
+        fig.delaxes(ax)
     fig.suptitle("Overhead per event against threads, by tracer (mean, 95% interval; log scale;"
-                 " red x: a verdict, not a cost)")
-    fig.tight_layout()
+                 " red x: a verdict, not a cost)", y=0.995)
+    for fixed in (False, True):  # the names' widths shape the layout, the layout their places
+        if fixed:
+            fig.tight_layout()
+        r = fig.canvas.get_renderer()
+        for ax, anns in named:
+            place(ax, anns, r)
     return save(fig, folder, "overhead_vs_threads.png"), drawn
+
+
+def line(ax, col, cs, drawn):
+    """Configuration CS's line (its cells by threads) on AX in COL, its
+    verdicts red crosses, recorded in DRAWN as named; (its name with its
+    verdicts, the point to name, or None, and the name's colour)."""
+    good = [c for c in cs if kind(c) == "bar"]
+    crosses, verdicts = [], {}
+    for c in cs:
+        o, k = c.get("overhead"), kind(c)
+        if k in VERDICTS:
+            verdicts.setdefault(k, []).append(c["threads"])
+            if o and o["mean_ns"] > 0 and k not in ("NEVER FIRES", "failed"):  # no cost seen
+                crosses.append((c["threads"], o["mean_ns"]))
+    if crosses:
+        ax.plot(*zip(*crosses), "x", color="red", ms=8)
+    if good:
+        ax.errorbar([c["threads"] for c in good], [c["overhead"]["mean_ns"] for c in good],
+                    yerr=whiskers([c["overhead"] for c in good]), marker="o", ms=3, capsize=3,
+                    color=col)
+    words = "; ".join(f"{k} ({spans(ts)})" for k, ts in verdicts.items())
+    name = cs[0]["config"]
+    if words:  # two lines at most: a wide name squeezes the panel; the rest is in the tables
+        name += (": " + words if len(name + words) < 36 else
+                 ":\n" + "\n".join(textwrap.wrap(words, 40, max_lines=2, placeholder=" …")))
+    xy = ((good[-1]["threads"], good[-1]["overhead"]["mean_ns"]) if good
+          else crosses[-1] if crosses else None)
+    crossed, said = {t for t, _ in crosses}, " ".join(name.split())
+    for c in cs:
+        if kind(c) in verdicts:
+            drawn[(c["config"], c["threads"])] = (
+                f"{'red x' if c['threads'] in crossed else 'no point'}, named: {said}")
+    return name, xy, col if good else "red" if set(verdicts) - {"failed"} else "0.3"
 
 
 def plot_throughput(plt, a, folder):
@@ -268,17 +303,6 @@ def plot_throughput(plt, a, folder):
                  fontsize=9)
     fig.tight_layout()
     return save(fig, folder, "real_throughput.png")
-
-
-def spans(nums):
-    """Whole numbers as runs: [1, 2, 3, 5] -> '1-3, 5'."""
-    out, nums = [], sorted(nums)
-    for x in nums:
-        if out and x == out[-1][1] + 1:
-            out[-1][1] = x
-        else:
-            out.append([x, x])
-    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in out)
 
 
 def plot_sites(plt, a, cells, threads, folder):
@@ -335,21 +359,28 @@ def plot_sites(plt, a, cells, threads, folder):
 
 
 def plot_user_sys(plt, one, folder):
-    fig, ax = plt.subplots(figsize=(10, 0.35 * len(one) + 1.5))
-    # Side by side, not stacked: a stack misleads on a log axis.
-    ys = list(range(len(one)))
-    ax.barh([y - 0.2 for y in ys], [max(c["user_ns"], 1e-3) for c in one], height=0.4,
-            label="user")
-    ax.barh([y + 0.2 for y in ys], [max(c["sys_ns"], 1e-3) for c in one], height=0.4,
-            label="system")
-    ax.set_yticks(ys)
-    ax.set_yticklabels([c["config"] for c in one], fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlim(left=0.1)
-    ax.set_xlabel(f"CPU per event [ns/event] at {one[0]['threads']} thread(s) (log scale)")
-    ax.set_title("Where the time goes: user and system CPU per event")
-    ax.legend()
+    """User and system CPU per event at the fewest threads, a row per
+    configuration, the rows thinning and then going into panels side by
+    side (one x scale) to stay within layout.MAX_IN."""
+    cols, per, height = rows_grid(len(one), 0.35, 1.5)
+    fig, axes = plt.subplots(1, cols, figsize=(max(10, 7 * cols), height), sharex=True,
+                             squeeze=False)
+    for k, ax in enumerate(axes[0]):
+        mine = one[k * per:(k + 1) * per]
+        # Side by side, not stacked: a stack misleads on a log axis.
+        ys = list(range(len(mine)))
+        ax.barh([y - 0.2 for y in ys], [max(c["user_ns"], 1e-3) for c in mine], height=0.4,
+                label="user", color="C0")
+        ax.barh([y + 0.2 for y in ys], [max(c["sys_ns"], 1e-3) for c in mine], height=0.4,
+                label="system", color="C1")
+        ax.set_yticks(ys)
+        ax.set_yticklabels([c["config"] for c in mine], fontsize=8)
+        ax.set_ylim(per - 0.5, -0.5)
+        ax.set_xscale("log")
+        ax.set_xlim(left=0.1)
+        ax.set_xlabel(f"CPU per event [ns/event] at {one[0]['threads']} thread(s) (log scale)")
+    axes[0][0].legend()
+    fig.suptitle("Where the time goes: user and system CPU per event", y=0.995)
     fig.tight_layout()
     return save(fig, folder, "user_sys_split.png")
 
@@ -391,52 +422,3 @@ def plot_paced(plt, p, folder):
     return save(fig, folder, "paced_cpu.png")
 
 
-def plot_fleet(folder, by_host, units, cheapest):
-    """fleet_cost_<unit>.png: each tracer's cheapest configuration at 1
-    thread (CHEAPEST: [(tracer, config)]), a bar per host with its 95%
-    interval (BY_HOST: {host: {(config, threads): cell}}), one plot per
-    unit (UNITS: {host: unit}): ns and instructions never share axes.  The
-    paths drawn ([] without matplotlib)."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return []
-    made = []
-    for unit in sorted(set(units.values())):
-        hosts = [h for h in by_host if units[h] == unit]
-        rows = [(t, c) for t, c in cheapest if any(by_host[h].get((c, 1)) for h in hosts)]
-        if not rows:
-            continue
-        fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(rows) * len(hosts) / 2 + 3), 4.5))
-        width = 0.8 / len(hosts)
-        for k, h in enumerate(hosts):
-            xs, ys, err = [], [], [[], []]
-            for i, (_, c) in enumerate(rows):
-                o = (by_host[h].get((c, 1)) or {}).get("overhead")
-                if not o:
-                    continue
-                xs.append(i + (k - (len(hosts) - 1) / 2) * width)
-                ys.append(o["mean_ns"])
-                lo, hi = o.get("lo_ns"), o.get("hi_ns")
-                err[0].append(o["mean_ns"] - lo if lo is not None else 0)
-                err[1].append(hi - o["mean_ns"] if hi is not None else 0)
-            ax.bar(xs, ys, width, yerr=err, capsize=3, label=h)
-        ax.set_xticks(range(len(rows)))
-        ax.set_xticklabels([f"{t}\n{c}" for t, c in rows], fontsize=8)
-        ax.set_ylabel(f"overhead per event [{unit}], 1 thread")
-        ax.set_title("each tracer's cheapest configuration, by host (95% intervals where a "
-                     "cell has one)")
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        made.append(save(fig, folder, f"fleet_cost_{unit}.png"))
-    return made
-
-
-def save(fig, folder, name):
-    import matplotlib.pyplot as plt
-    path = os.path.join(folder, name)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path

@@ -1,4 +1,4 @@
-"""real.py: report.md's "Real programs" section: per real program
+"""real.py: tables.md's "Real programs" section: per real program
 (workloads.py) and thread count, each configuration against the
 program's own untraced row: its slowdown and cost per event with their
 95% intervals, the events a call by the tracer's count, the rate the

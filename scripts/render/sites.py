@@ -6,6 +6,7 @@ Nothing to run: `from render.sites import sites_table`.
 """
 import configs
 import kernel
+from tracers import marker_orders
 from record import DEFAULT_UNIT, INSTRUCTIONS
 from render.formats import bold, f_ins, f_ns, table
 
@@ -32,7 +33,7 @@ def canary(build):
 
 def as_expected(meta, s):
     """`yes`, `**NO**: what differs` or `-` (no expectation here)."""
-    diff = kernel.check(meta, s)
+    diff = kernel.check(meta, s, marker_orders())
     return "-" if diff is None else "yes" if not diff else f"**NO**: {diff}"
 
 
@@ -49,7 +50,7 @@ def expectation(meta):
         lines += ["Expected at each site, before measuring (kernel.py):", "",
                   table(["site", "order", "expected path", "expected verdict"], rows)]
         lines += ["", *(f"{t}'s marker probes on \"before\" rows are expected as in "
-                        f"\"{order}\": {why}." for t, (order, why) in kernel.marker_orders().items())]
+                        f"\"{order}\": {why}." for t, (order, why) in marker_orders().items())]
     else:
         lines.append("No expectation is known for that answer: each site is only measured.")
     return lines

@@ -11,6 +11,7 @@ import os
 
 import configs
 import kernel
+from tracers import marker_orders
 import predict
 import workloads
 from configs import BASELINE, real
@@ -241,7 +242,7 @@ def site_lines(a, meta=None):
     if safe:
         lines.append(f"- safe under every tracer tried: {', '.join(safe)}")
     for s in a.get("sites", []):
-        diff = kernel.check(meta, s)
+        diff = kernel.check(meta, s, marker_orders())
         if diff:
             lines.append(f"- **NOT AS EXPECTED** on this kernel ({kernel.answer(meta)}): "
                          f"{s['config']} at {s['threads']} thread(s): {diff}")

@@ -1,9 +1,11 @@
-"""tight.py: the tight-loop detail of report.md (RATE=max, the default):
-overhead per event with its interval and slowdown, where the time goes
-(user, system, the tracer's own CPU), scaling with threads, the probe
-sites, and the 2011 table.
+"""tight.py: the tight-loop detail (RATE=max, the default): tables.md's
+tables, a row per configuration and thread count (overhead per event with
+its interval and slowdown, where the time goes: user, system, the tracer's
+own CPU; scaling with threads; the probe sites), and report.md's closing
+sections, whose length does not grow with THREADS (the 2011 table, what
+was skipped or failed).
 
-Nothing to run: `from render.tight import tight_markdown`.
+Nothing to run: `from render.tight import tight_tables, tight_closing`.
 """
 import configs
 from render.formats import (Notes, f_check, f_ns, f_overhead, f_slowdown, runs_cell,
@@ -74,9 +76,9 @@ def scaling_rows(a):
             for c in a["cells"] if c["n_runs"]]
 
 
-def tight_markdown(a, meta=None, guest=None):
-    """The tight-loop detail (RATE=max, the default); GUEST (guest_head)
-    adds a lab guest's module runtime to the 2011 table."""
+def tight_tables(a, meta=None):
+    """tables.md's tight-loop sections: each a row per configuration and
+    thread count, so as long as the run is wide."""
     notes = Notes()
     lines = ["", "## Overhead per event", "",
              "Per-event time is each thread's loop wall time / calls.  Overhead is against "
@@ -103,9 +105,15 @@ def tight_markdown(a, meta=None, guest=None):
         lines += ["", "## Probe sites: cost, safety and the path taken", "", SITES_NOTE, ""]
         lines += expectation(meta) + [""]
         lines.append(sites_table(a, meta))
-    lines += ["", "## The 2011 figures beside today's", "",
-              "2011: SystemTap 1.3, Fedora 14, Core 2 Duo P8600, utrace, `stap -F` "
-              "(shared/seeds/003).  Today's runs are scaled to 10M calls at 1 thread.", ""]
+    return lines
+
+
+def tight_closing(a, guest=None):
+    """report.md's closing sections: the 2011 table, GUEST (guest_head)
+    adding a lab guest's module runtime, then what was skipped or failed."""
+    lines = ["", "## The 2011 figures beside today's", "",
+             "2011: SystemTap 1.3, Fedora 14, Core 2 Duo P8600, utrace, `stap -F` "
+             "(shared/seeds/003).  Today's runs are scaled to 10M calls at 1 thread.", ""]
     head = Y2011_HEAD[:7] + [guest_head(guest)] + Y2011_HEAD[7:] if guest else Y2011_HEAD
     lines.append(table(head, y2011(a, guest_2011(guest) if guest else None)))
     return lines + (["", guest_line(guest)] if guest else []) + skipped_failed(a)

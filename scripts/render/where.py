@@ -29,6 +29,7 @@ import configs
 from guest.where import USER, WHERE_CSV
 from record import MEASURED
 from render.formats import f_ins, normalise, table
+from render.layout import DPI
 
 WHERE_DIR = "where"  # the atlas's folder of WHERE=1 labs, one a kernel
 PLOT = "where_by_step.png"
@@ -243,6 +244,6 @@ def plot(rows, folder):
     ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.1))
     fig.tight_layout()
     path = os.path.join(folder, PLOT)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path

@@ -34,4 +34,11 @@ def get(name):
     return BACKENDS[name]
 
 
-__all__ = ["BACKENDS", "get", "Events", "RunState", "Tracer", "TracerError"]
+def marker_orders():
+    """{tracer: (order, why)} for the back-ends whose marker probe on a
+    "before" row meets the target in another order (kernel.check)."""
+    return {n: (b.marker_order, b.marker_order_why) for n, b in BACKENDS.items()
+            if b.marker_order != "before"}
+
+
+__all__ = ["BACKENDS", "get", "marker_orders", "Events", "RunState", "Tracer", "TracerError"]
