@@ -125,7 +125,7 @@ def markdown(a, meta, warnings, folder, p=None, rows=(), made=(), guest=None):
     tables = [f"# Tracing overhead: {name}, every table", "",
               f"A row per configuration and thread count; the answers are in "
               f"[report.md](report.md)."] + detail
-    return "\n".join(lines) + "\n", "\n".join(tables) + "\n"
+    return "\n".join(lines) + "\n", "\n".join(tables) + "\n" if detail else None
 
 
 def contents(detail):
