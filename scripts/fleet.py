@@ -442,7 +442,15 @@ def main(argv=None):
         # tasks to its end before the next host's (host_pinned; a failed
         # host stops none after it, as serial: 1 would), so a folder is
         # back before the next host starts and survives a Ctrl-C.
-        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK=CALLBACK,
+        # TMPDIR: where a module run here unpacks itself (AnsiballZ's
+        # ansible_*_payload_* folders), and where the local hosts' make run
+        # keeps its scratch; ANSIBLE_LOCAL_TEMP: the play's own on this
+        # machine (ansible-local-*): the fleet's own folder, so a module a
+        # Ctrl-C stops leaves nothing in /tmp or ~/.ansible/tmp of these.
+        scratch = os.path.join(tmp, "tmp")
+        os.mkdir(scratch, 0o700)
+        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK=CALLBACK, TMPDIR=scratch,
+                   ANSIBLE_LOCAL_TEMP=scratch,
                    ANSIBLE_HOST_KEY_CHECKING="False", ANSIBLE_RETRY_FILES_ENABLED="False")
         if len(local) > 1:
             env["ANSIBLE_STRATEGY"] = "host_pinned"

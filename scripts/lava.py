@@ -37,6 +37,7 @@ sys.path.insert(0, HERE)
 
 import configs  # noqa: E402
 import workloads  # noqa: E402
+from guest import initrd as guest_initrd  # noqa: E402
 from guest.common import GUEST_KIT, LAB_DIR  # noqa: E402
 from guest.init import SHELL_INIT  # noqa: E402
 from guest.qemu import ICOUNT  # noqa: E402
@@ -152,7 +153,10 @@ def guest_files(suite):
     kernels = sorted(glob.glob(os.path.join(boot, "vmlinuz-*")))
     if not kernels:
         sys.exit(f"lava: no kernel in {boot}: run `make lab LAB={suite}` once first")
-    initrd = kernels[-1].replace("vmlinuz-", "initrd.img-")
+    rel = os.path.basename(kernels[-1]).removeprefix("vmlinuz-")
+    # the lab's own initramfs where it made one (guest/initrd.py)
+    initrd = (guest_initrd.cached(os.path.join(LAB, suite), rel)
+              or kernels[-1].replace("vmlinuz-", "initrd.img-"))
     return kernels[-1], initrd if os.path.exists(initrd) else None
 
 

@@ -65,6 +65,13 @@ def tier_of(test):
     return getattr(type(test), "tier", "check")
 
 
+def suites_of(test):
+    """The make lab suites whose root file systems a guests-tier test boots
+    (its class's `suites`, else sid's alone): tests/prebuild.py builds them
+    while the host tier runs."""
+    return getattr(type(test), "suites", ("sid",)) if tier_of(test) == "guests" else ()
+
+
 def not_a_check(tc, what):
     if tier_of(tc) == "check":
         tc.fail(f"{type(tc).__name__} is in the check tier, which runs without {what}: "
@@ -216,10 +223,16 @@ def stop_when(tc, p, ready, why, stop, wait_s=120, timeout=300):
             p.wait()
 
 
+# The runner's own helpers (run_tests.py: the root file systems' build, the
+# check tier beside the guests): below the suite's process but no test's,
+# so never among a test's descendants.
+HELPERS = set()
+
+
 def descendants(root):
     """{pid: name} of the live processes below ROOT, a process the test
     started: a test acts only on what it started, never on a name
-    machine-wide."""
+    machine-wide (the runner's HELPERS and theirs are no test's)."""
     import host
     kids = {}
     for pid, fields in host.live():
@@ -227,6 +240,8 @@ def descendants(root):
     out, todo = {}, [root]
     while todo:
         for c in kids.get(todo.pop(), []):
+            if c in HELPERS:
+                continue
             st = host.proc_stat(c)
             if st:
                 out[c] = st[0]

@@ -9,13 +9,22 @@
 
 Runs tests/test_*.py with unittest, tier by tier (kit_test.TIERS: a test
 class names its own), and ends with each tier's time, the ten slowest
-tests and one line `N passed, N failed, N skipped`.  A test that needs something this
+tests and one line `N passed, N failed, N skipped`.  With the guests
+tier in the run, the check tier runs in a process of its own beside it
+(the guests' labs spend much of their time on one CPU: building images,
+booting one guest, copying rows back; its output follows theirs), and,
+as root, the root file systems the guests boot are built
+(tests/prebuild.py, niced) while the host tier runs: so `make test`
+takes about the host tier and the guests tier, not the three.  A test that needs something this
 machine lacks (root, a tracer) is skipped with the reason, and counted
 as skipped, never as passed.  Exit status 1 if any test failed.
 """
 import argparse
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -29,6 +38,9 @@ class Outcomes(unittest.TextTestResult):
     part of it failed, else skipped if it (or a subtest) was skipped,
     else passed.  (unittest's own counts add a failure per subtest, so
     testsRun - failures - skips can go below zero.)"""
+
+    on_tier = {}  # tier: what to start before its first test (main sets it)
+    part_skips, part_count = [], 0  # the check tier's, where it ran beside (merge)
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
@@ -44,7 +56,11 @@ class Outcomes(unittest.TextTestResult):
         if now - self.last > 0.5:
             key = f"{type(test).__module__}.{type(test).__name__} (class fixtures)"
             self.seconds[key] = self.seconds.get(key, 0.0) + now - self.last
-        self.started = now
+        hook = self.on_tier.pop(kit_test.tier_of(test), None)
+        if hook:  # (the check tier's process, beside the guests; no test's time)
+            hook()
+            self.last = time.monotonic()
+        self.started = time.monotonic()
         super().startTest(test)
         self.outcome_of.setdefault(test.id(), "passed")
 
@@ -97,6 +113,8 @@ def options(argv):
     p.add_argument("--times", metavar="FILE", help="every test's seconds, tab-separated")
     p.add_argument("--dir", default=HERE, help="the tests of another folder (the suite's "
                    "test of its own closing line)")
+    p.add_argument("--part", metavar="FILE", help="a part of another run's (the check tier "
+                   "beside the guests): the outcomes to FILE (JSON), no closing lines")
     a = p.parse_args(argv)
     a.tiers = a.tier.split(",")
     for t in a.tiers:
@@ -105,6 +123,47 @@ def options(argv):
                     f"{', '.join(kit_test.TIERS)}")
     a.pick = [x for x in a.pick if x]
     return a
+
+
+PREBUILD = os.path.join(HERE, "prebuild.py")
+
+
+def start_prebuild(tests):
+    """tests/prebuild.py for the root file systems the guests tier's TESTS
+    boot (kit_test.suites_of), niced so that the host tier's runs go
+    first; (its process, the file its lines go to)."""
+    names = list(dict.fromkeys(n for t in tests for n in kit_test.suites_of(t)))
+    out = tempfile.TemporaryFile("w+", errors="replace")
+    p = subprocess.Popen(["nice", "-n", "19", sys.executable, PREBUILD, *names], stdout=out,
+                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                         start_new_session=True)
+    kit_test.HELPERS.add(p.pid)
+    return p, out
+
+
+def start_beside(a, part):
+    """The check tier in a process of its own (this script, --part PART);
+    (its process, the file its output goes to)."""
+    out = tempfile.TemporaryFile("w+", errors="replace")
+    p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--tier", "check",
+                          "--dir", a.dir, "--part", part, *a.pick], stdout=out,
+                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                         start_new_session=True)
+    kit_test.HELPERS.add(p.pid)
+    return p, out
+
+
+def finish(started, stop=False):
+    """Waits for a process start_* started (SIGTERM first where STOP: each
+    is in a session of its own, so a Ctrl-C at the terminal reaches it this
+    way alone, once) and gives back its output."""
+    p, out = started
+    if stop and p.poll() is None:
+        p.terminate()
+    p.wait()
+    kit_test.HELPERS.discard(p.pid)
+    out.seek(0)
+    return out.read()
 
 
 def main(argv):
@@ -125,8 +184,14 @@ def main(argv):
                                                   or type(t).__name__ == "_FailedTest")
                     and (not a.pick or any(p in t.id() for p in a.pick))),
                    key=lambda t: order.index(kit_test.tier_of(t)))
-    if os.geteuid() == 0 and a.dir == HERE and any(kit_test.tier_of(t) != "check"
-                                                   for t in tests):
+    root_run = os.geteuid() == 0 and a.dir == HERE and not a.part
+    guests = [t for t in tests if kit_test.tier_of(t) == "guests"]
+    # the check tier beside the guests: where both are in this run
+    beside = bool(not a.part and guests and any(kit_test.tier_of(t) == "check" for t in tests))
+    if beside:
+        tests = [t for t in tests if kit_test.tier_of(t) != "check"
+                 or type(t).__name__ == "_FailedTest"]
+    if root_run and any(kit_test.tier_of(t) != "check" for t in tests):
         # The root tests attach, mount and start daemons: one kit at a time
         # on the machine (the runs they start go on under this lock).  (A
         # sample folder, --dir, is the suite's test of itself: it attaches
@@ -136,12 +201,55 @@ def main(argv):
         import params
         kitlock.lock("tests", params.from_env("LOCK_WAIT_S"))
     broken = [t for t in tests if type(t).__name__ == "_FailedTest"]
-    before = kit_test.tracing_state()
+    before = None if a.part else kit_test.tracing_state()  # (a part: the whole run's)
     runner = unittest.TextTestRunner(verbosity=2, stream=sys.stdout, resultclass=Outcomes)
-    result = runner.run(unittest.TestSuite(tests))
+    started = {}
+    part = tempfile.mkdtemp(prefix="kit-test-part-") if beside else None
+    outcomes = part and os.path.join(part, "check.json")  # the check tier's, beside
+    told = {}  # the helpers' output, once each has ended
+    try:
+        if root_run and guests:
+            started["prebuild"] = start_prebuild(guests)
+
+        def guests_start():
+            # the root file systems built before the first guest (its mounts
+            # in a chroot are no lab's), then the check tier beside them
+            if "prebuild" in started:
+                if started["prebuild"][0].poll() is None:
+                    print("\n(waiting for the guests' root file systems: tests/prebuild.py)",
+                          flush=True)
+                told["prebuild"] = finish(started["prebuild"])
+                del started["prebuild"]
+            if beside:
+                started["beside"] = start_beside(a, outcomes)
+        Outcomes.on_tier = {"guests": guests_start}
+        result = runner.run(unittest.TestSuite(tests))
+        if beside and "beside" not in started:  # (no guest test started: it runs now)
+            started["beside"] = start_beside(a, outcomes)
+        told.update({k: finish(v, stop=k == "prebuild") for k, v in started.items()})
+        if "beside" in told:
+            print(f"\nthe check tier, run beside the guests tier:\n{told['beside']}", end="")
+            merge(result, outcomes)
+    finally:
+        for v in started.values():
+            finish(v, stop=True)
+        if part:
+            for f in os.listdir(part):
+                os.unlink(os.path.join(part, f))
+            os.rmdir(part)
+    if told.get("prebuild", "").strip():
+        print("\n" + told["prebuild"].strip())
     # (a subtest's skip is its test's: named by that test's class, counted once)
     skips = {(getattr(t, "test_case", t).id(), why): type(getattr(t, "test_case", t))
              for t, why in result.skipped}
+    skips = {k: f"{c.__module__}.{c.__name__}" for k, c in skips.items()}
+    skips.update(result.part_skips)
+    if a.part:  # a part of another run: its outcomes, for that run's closing lines
+        with open(a.part, "w") as f:
+            json.dump({"outcome_of": result.outcome_of, "seconds": result.seconds,
+                       "tier_seconds": result.tier_seconds,
+                       "skips": [[list(k), c] for k, c in skips.items()]}, f)
+        return 1 if result.counts()[1] else 0
     passed, failed, skipped = result.counts()
     # The whole suite, too, must leave the machine's tracing state as it was.
     after = kit_test.tracing_state()
@@ -155,7 +263,7 @@ def main(argv):
         # one line per reason, with the classes it held back
         why = {}
         for (tid, reason), cls in skips.items():
-            why.setdefault(reason, []).append(f"{cls.__module__}.{cls.__name__}")
+            why.setdefault(reason, []).append(cls)
         print("\nskipped, by reason:")
         for reason, classes in sorted(why.items(), key=lambda kv: -len(kv[1])):
             print(f"  {len(classes):3d} {reason} ({', '.join(sorted(set(classes)))})")
@@ -166,9 +274,11 @@ def main(argv):
     print("\ntiers:")
     for t in order:
         if t in result.tier_seconds:
-            n = sum(1 for x in tests if kit_test.tier_of(x) == t)
+            n = (result.part_count if beside and t == "check"
+                 else sum(1 for x in tests if kit_test.tier_of(x) == t))
             print(f"  {t:7s} {result.tier_seconds[t]:7.1f} s  {n:3d} tests  "
-                  f"({kit_test.TIERS[t]})")
+                  f"({kit_test.TIERS[t]})" + ("  beside the guests" if beside and t == "check"
+                                              else ""))
     print("\nslowest:")
     for tid, sec in sorted(((t, s) for t, s in result.seconds.items() if t in result.outcome_of),
                            key=lambda kv: -kv[1])[:10]:
@@ -177,6 +287,22 @@ def main(argv):
         print(f"\n{len(broken)} test modules failed to import (counted as failed)")
     print(f"\n{passed} passed, {failed} failed, {skipped} skipped")
     return 1 if failed or not passed + skipped else 0
+
+
+def merge(result, part):
+    """The check tier's outcomes (PART, its --part file) into RESULT; a
+    part that wrote none (it crashed) is one failed test."""
+    try:
+        with open(part) as f:
+            got = json.load(f)
+    except (OSError, ValueError):
+        result.outcome_of["run_tests.check_tier_beside_the_guests"] = "failed"
+        return
+    result.outcome_of.update(got["outcome_of"])
+    result.seconds.update(got["seconds"])
+    result.tier_seconds.update(got["tier_seconds"])
+    result.part_skips = [(tuple(k), c) for k, c in got["skips"]]
+    result.part_count = len(got["outcome_of"])
 
 
 if __name__ == "__main__":

@@ -27,6 +27,10 @@ from render.formats import f_x
 
 FLEET_PY = os.path.join(SCRIPTS, "fleet.py")
 EXAMPLE = os.path.join(ROOT, "fleet", "inventory.example.yml")
+# what Ansible unpacks a module into (AnsiballZ), under TMPDIR: one a Ctrl-C
+# stopped stays there, so the fleet gives its play a TMPDIR of its own
+PAYLOADS = os.path.join(tempfile.gettempdir(), "ansible_*_payload_*")
+PLAYS = os.path.expanduser("~/.ansible/tmp/ansible-local-*")  # the play's own, ANSIBLE_LOCAL_TEMP
 NOWHERE_PORT = 1  # the example's unreachable host: 127.0.0.1, this port
 NOWHERE = ("all:\n  hosts:\n    nowhere:\n      ansible_host: 127.0.0.1\n"
            f"      ansible_port: {NOWHERE_PORT}\n      ansible_connection: ssh\n"
@@ -313,7 +317,7 @@ class Quick(StateTest):
         need_root(self)
         need_ansible(self)
         theirs = os.path.join(tempfile.gettempdir(), "kit-fleet-local-*")
-        before = set(glob.glob(theirs))
+        before, payloads = set(glob.glob(theirs)), set(glob.glob(PAYLOADS) + glob.glob(PLAYS))
         with tempfile.TemporaryDirectory() as res:
             env = {k: v for k, v in os.environ.items() if k != "FLEET_ROOT"}
             p = subprocess.Popen([sys.executable, FLEET_PY, "--results", res, "--no-install",
@@ -332,6 +336,8 @@ class Quick(StateTest):
             self.assertIn("fleet: interrupted", out)
             self.assertEqual(descendants(os.getpid()), {})  # (orphans come to the suite)
             self.assertEqual(set(glob.glob(theirs)), before, "a local host's kit folder stayed")
+            self.assertEqual(set(glob.glob(PAYLOADS) + glob.glob(PLAYS)), payloads,
+                             "Ansible's module or play folder stayed")
             (top_folder,) = glob.glob(os.path.join(res, "*-fleet"))
             with open(os.path.join(top_folder, "fleet.json")) as f:
                 self.assertTrue(json.load(f)["interrupted"])
@@ -344,6 +350,7 @@ class Quick(StateTest):
         interrupted; exit 130 and no process left below."""
         need_root(self)
         need_ansible(self)
+        payloads = set(glob.glob(PAYLOADS) + glob.glob(PLAYS))
         with tempfile.TemporaryDirectory() as res, tempfile.TemporaryDirectory() as top:
             root = os.path.join(top, "hosts")
             p = subprocess.Popen([sys.executable, FLEET_PY, "--results", res, "--no-install",
@@ -360,6 +367,8 @@ class Quick(StateTest):
                             lambda p: os.kill(p.pid, signal.SIGINT), wait_s=600)
             self.assertEqual(p.returncode, 130, out[-3000:])
             self.assertEqual(descendants(os.getpid()), {})  # (orphans come to the suite)
+            self.assertEqual(set(glob.glob(PAYLOADS) + glob.glob(PLAYS)), payloads,
+                             "Ansible's module or play folder stayed")
             (top_folder,) = glob.glob(os.path.join(res, "*-fleet"))
             with open(os.path.join(top_folder, "fleet.json")) as f:
                 got = json.load(f)

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import unittest
 
 from kit_test import ROOT, SCRIPTS, descendants, need_root, pids_of, report_text, run, unavailable
@@ -26,6 +27,7 @@ import kernel
 import record
 import report
 from guest import common, shares, suite
+from guest import initrd as guest_initrd
 from guest import qemu as guest_qemu
 from guest import modules as guest_modules
 from guest import steps as guest_steps
@@ -617,33 +619,34 @@ class TornMeta(unittest.TestCase):
                          r"valid JSON")
 
 
+# Debian's CPython in the guests: bookworm's (RealPrograms), sid's (MixedKernel)
+PYTHON_CONFIGS = ["python-untraced", "python-ftrace-entry", "python-bpftrace-entry"]
+
+
 class RealPrograms(unittest.TestCase):
     tier = "guests"
+    suites = ("bookworm",)
 
     def test_python_in_the_guests(self):
         """Debian's CPython in make lab: on bookworm (3.11, function__entry
         there) python-ftrace-entry counts every call at 1 and 2 threads, in
         instructions, against python-untraced, which runs in each guest
-        holding one of its family and is kept once; on sid (3.14, no such
-        marker) every python-* row is skipped saying what its CPython has;
-        nothing is left on the host."""
+        holding one of its family and is kept once; nothing is left on the
+        host.  (sid's CPython, 3.14, is MixedKernel's: sid's userland.)"""
         need_root(self)
         before = lab_state()
         with tempfile.TemporaryDirectory() as res:
-            r = run([sys.executable, LAB_PY, "--lab", "bookworm,sid", "--quick", "1",
-                     "--lab-configs", "python-untraced,python-ftrace-entry,python-bpftrace-entry",
+            r = run([sys.executable, LAB_PY, "--lab", "bookworm", "--quick", "1",
+                     "--lab-configs", ",".join(PYTHON_CONFIGS),
                      "--lab-guests", "2", "--results", res], timeout=5400)
             self.assertEqual(r.returncode, 0, r.stderr[-3000:])
-            got = {}
-            for suite_name in ("bookworm", "sid"):
-                folders = glob.glob(os.path.join(res, "*-lab", suite_name))
-                self.assertEqual(len(folders), 1, r.stderr[-3000:])
-                rows, meta, _ = record.load(folders[0])
-                if (meta["lab"].get("preflight") or "").startswith("lab: "):
-                    unavailable(self, meta["lab"]["preflight"])  # no mirror, no space...
-                got[suite_name] = rows
+            folders = glob.glob(os.path.join(res, "*-lab", "bookworm"))
+            self.assertEqual(len(folders), 1, r.stderr[-3000:])
+            rows, meta, _ = record.load(folders[0])
+            if (meta["lab"].get("preflight") or "").startswith("lab: "):
+                unavailable(self, meta["lab"]["preflight"])  # no mirror, no space...
         self.assertEqual(lab_state(), before)
-        bw = got["bookworm"]
+        bw = rows
         self.assertEqual({x["unit"] for x in bw}, {record.INSTRUCTIONS})
         for n in (1, 2):
             cell = [x for x in bw if x["config"] == "python-untraced" and x["threads"] == n]
@@ -652,28 +655,27 @@ class RealPrograms(unittest.TestCase):
                 self.assertEqual(x["status"], "ok", x["reason"])
                 self.assertEqual(int(x["events_seen"]), n * QUICK_ITER)
                 self.assertEqual(int(x["events_expected"]), n * QUICK_ITER)
-        sid = [x for x in got["sid"] if x["config"].startswith("python-")]
-        self.assertEqual({x["status"] for x in sid}, {"skipped"})
-        for x in sid:
-            self.assertRegex(x["reason"], r"/usr/bin/python3\.11 not found.*"
-                             r"/usr/bin/python3\.1[2-9] has no python:function__entry")
 
 
 class MixedKernel(unittest.TestCase):
     tier = "guests"
+    suites = ("sid:trixie-backports",)
 
     def test_quick_on_another_suites_kernel(self):
         """LAB=sid:trixie-backports QUICK=1: sid's tools on trixie-backports'
         kernel boot and run QUICK: the guest's kernel is that suite's (a
         Debian 13 build, +deb13, not sid's +deb14), its folder is
         sid+trixie-backports, the baseline counts, SystemTap's rows run or
-        are skipped with the pre-flight's own reason; nothing is left on the
-        host."""
+        are skipped with the pre-flight's own reason; sid's CPython (3.14,
+        no function__entry marker) has every python-* row skipped saying
+        what it has; nothing is left on the host."""
         need_root(self)
         before = lab_state()
         with tempfile.TemporaryDirectory() as res:
-            rows, meta, _ = lab_run(self, ["--lab", "sid:trixie-backports", "--quick", "1"], res,
-                                    "sid+trixie-backports")
+            rows, meta, _ = lab_run(self, ["--lab", "sid:trixie-backports", "--quick", "1",
+                                           "--lab-configs", ",".join(suite.QUICK_CONFIGS
+                                                                     + PYTHON_CONFIGS)],
+                                    res, "sid+trixie-backports")
             lab = meta["lab"]
             self.assertEqual(lab["suite"], "sid:trixie-backports")
             self.assertIn("+deb13", lab["kernel"])
@@ -687,6 +689,12 @@ class MixedKernel(unittest.TestCase):
                         self.assertIn(lab["preflight"].split(": ")[-1][:40], x["reason"])
                     else:
                         self.assertEqual(x["status"], "ok", x)
+            sid = [x for x in rows if x["config"].startswith("python-")]
+            self.assertEqual({x["config"] for x in sid}, set(PYTHON_CONFIGS))
+            self.assertEqual({x["status"] for x in sid}, {"skipped"})
+            for x in sid:
+                self.assertRegex(x["reason"], r"/usr/bin/python3\.11 not found.*"
+                                 r"/usr/bin/python3\.1[2-9] has no python:function__entry")
         self.assertEqual(lab_state(), before)
 
 
@@ -748,6 +756,95 @@ class LifecycleGuest(unittest.TestCase):
         self.assertEqual(lab_state(), before)
 
 
+class Initramfs(unittest.TestCase):
+    """The kit's own initramfs (guest/initrd.py): the modules in
+    modprobe's order, what it cannot load refused (Debian's is booted
+    then), the kernel's newc archive byte for byte, and its /init's
+    failure line as the reason a guest stopped."""
+    SAID = ("builtin virtio_pci\n"
+            "insmod /lib/modules/7.2.13/kernel/drivers/block/virtio_blk.ko.xz \n"
+            "insmod /lib/modules/7.2.13/kernel/crypto/crc32c-cryptoapi.ko.xz \n"
+            "builtin crc32c\n"
+            "insmod /lib/modules/7.2.13/kernel/fs/jbd2/jbd2.ko.xz \n"
+            "insmod /lib/modules/7.2.13/kernel/crypto/crc32c-cryptoapi.ko.xz \n"
+            "insmod /lib/modules/7.2.13/kernel/fs/ext4/ext4.ko \n")
+
+    def test_load_order(self):
+        self.assertEqual([os.path.basename(p) for p in guest_initrd.load_order(self.SAID)],
+                         ["virtio_blk.ko.xz", "crc32c-cryptoapi.ko.xz", "jbd2.ko.xz", "ext4.ko"])
+        for said, why in (("insmod /m/ext4.ko.xz errors=panic\n", "options (errors=panic)"),
+                          ("insmod /m/ext4.ko.zst\n", "compression this initramfs does not"),
+                          ("softdep ext4 pre: crc32c\n", "said 'softdep ext4 pre: crc32c'")):
+            with self.subTest(said=said), self.assertRaisesRegex(common.LabError, re.escape(why)):
+                guest_initrd.load_order(said)
+
+    def test_newc_archive(self):
+        """Each entry's 110-byte header (magic 070701, 13 fields of 8 hex
+        digits), its name with a NUL, its data, each padded to 4 bytes,
+        then TRAILER!!!: read back by hand here."""
+        entries = [("dev", 0o40755, b"", 0), ("dev/console", 0o20600, b"", os.makedev(5, 1)),
+                   ("init", 0o100755, b"#!x\n", 0), ("modules/00-a.ko", 0o100644, b"12345", 0)]
+        raw, got, at = guest_initrd.newc(entries), [], 0
+        while True:
+            self.assertEqual(raw[at:at + 6], b"070701")
+            f = [int(raw[at + 6 + 8 * i:at + 14 + 8 * i], 16) for i in range(13)]
+            name = raw[at + 110:at + 110 + f[11] - 1].decode()
+            self.assertEqual(raw[at + 110 + f[11] - 1], 0)  # the name's NUL
+            at = (at + 110 + f[11] + 3) // 4 * 4
+            data = raw[at:at + f[6]]
+            at = (at + f[6] + 3) // 4 * 4
+            if name == "TRAILER!!!":
+                break
+            got.append((name, f[1], data, os.makedev(f[9], f[10])))
+        self.assertEqual(got, entries)
+        self.assertEqual(at, len(raw))
+
+    def test_a_second_boot_on_debians(self):
+        """A guest whose kit's initramfs stopped it (its KIT-INITRD line) is
+        booted once more on Debian's own, said in the line; one stopped
+        otherwise is booted again as it was."""
+        class Fake:
+            def __init__(self, suite, console):
+                self.suite, self.console, self.name, self.booted = suite, console, "sid", []
+                self.reached, self.exited_early = False, True
+
+            def start(self, accel, limit):
+                self.booted.append(self.suite.initrd)
+
+            def text(self):
+                return self.console
+        for console, second in (("KIT-INITRD: cannot mount /dev/vda: No such device\n",
+                                 "debian.img"),
+                                ("Kernel panic - not syncing: in sched_clock_cpu\n", "kit.cpio")):
+            with self.subTest(console=console):
+                s = types.SimpleNamespace(initrd="kit.cpio", debian_initrd="debian.img",
+                                          name="sid", images=lambda g: None,
+                                          release=lambda: None)
+                g = Fake(s, console)
+                s.tcg = [g]
+                args = types.SimpleNamespace(accel="tcg", icount=True)
+                watch, said = guest_qemu.watch, []
+                guest_qemu.watch, real_say = (lambda gs: None), guest_qemu.say
+                guest_qemu.say = said.append
+                try:
+                    guest_qemu.boot_guests(s, 60, args, {})
+                finally:
+                    guest_qemu.watch, guest_qemu.say = watch, real_say
+                self.assertEqual(g.booted, ["kit.cpio", second])
+                self.assertEqual(s.initrd, second)
+                self.assertEqual("booting Debian's own initramfs" in said[-1],
+                                 second == "debian.img", said)
+
+    def test_its_failure_is_the_reason(self):
+        console = ("\x1b[2J[    2.10] Run /init as init process\n"
+                   "[    2.30] KIT-INITRD: cannot mount /dev/vda: No such device\n"
+                   "[    2.31] Kernel panic - not syncing: Attempted to kill init!\n")
+        self.assertEqual(guest_qemu.stopped_why(console),
+                         "KIT-INITRD: cannot mount /dev/vda: No such device")
+        self.assertEqual(guest_qemu.stopped_why(console.replace("KIT-INITRD:", "other:")),
+                         "Kernel panic - not syncing: Attempted to kill init!")
+
+
 class KvmVerdict(unittest.TestCase):
     def test_remembered_for_this_host_only(self):
         """KVM's failure is kept (build/lab/kvm.json) for the host it was
@@ -789,6 +886,8 @@ class Quick(unittest.TestCase):
             self.assertIsNone(lab.get("preflight"), lab)
             self.assertIn(lab["accel"], ("kvm", "tcg"))
             self.assertEqual(lab["modules_left"], [])
+            # booted on the kit's own initramfs (guest/initrd.py), not Debian's
+            self.assertEqual(lab["initramfs"], guest_initrd.name(lab["kernel"]))
             by = {(x["config"], int(x["threads"])): x for x in rows}
             self.assertEqual(sorted(by), [("baseline", 1), ("baseline", 2),
                                           ("stap-mark", 1), ("stap-mark", 2),

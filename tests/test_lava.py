@@ -141,6 +141,7 @@ class Schemas(unittest.TestCase):
 
 class Run(unittest.TestCase):
     tier = "guests"
+    suites = ("sid", "bookworm")  # (bookworm's kernel: libguestfs's appliance, lava.py)
 
     def test_a_quick_job(self):
         """lava-run (Debian's lava-dispatcher, no lava-server) runs the job

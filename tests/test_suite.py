@@ -2,6 +2,7 @@
 test, however many of its subtests failed or were skipped; its tiers
 (each runs only its own classes, and a check that asks for root fails);
 each tier's time and the slowest tests printed before that line."""
+import glob
 import os
 import tempfile
 import unittest
@@ -108,6 +109,30 @@ class Tiers(unittest.TestCase):
         for ln in tail[i + 1:-2]:
             self.assertRegex(ln, r"^ +\d+\.\d s  test_sample\.\w+\.test_\w+$")
         self.assertEqual(tail[-2:], ["", "3 passed, 1 failed, 0 skipped"])
+
+
+    def test_check_beside_the_guests(self):
+        """With the guests tier in the run, the check tier runs in a process
+        of its own beside it: its output after the guests', its tests in the
+        counts and the tiers' lines ("beside the guests"); a check process
+        that dies without its outcomes is one failed test, not a green run."""
+        parts = set(glob.glob(os.path.join(tempfile.gettempdir(), "kit-test-part-*")))
+        r = run_sample(TIERED)
+        out = r.stdout
+        self.assertLess(out.index("test_sample.Guests.test_fine"),
+                        out.index("the check tier, run beside the guests tier:"))
+        self.assertLess(out.index("the check tier, run beside the guests tier:"),
+                        out.index("test_sample.Check.test_fine"))
+        self.assertRegex(out, r"\n  check +\d+\.\d s +2 tests  \(.*\)  beside the guests\n")
+        r = run_sample(TIERED.replace("    def test_fine(self):\n        pass\n\n    def "
+                                      "test_asks_for_root",
+                                      "    def test_fine(self):\n        import os\n"
+                                      "        os._exit(3)\n\n    def test_asks_for_root", 1))
+        self.assertEqual(r.stdout.strip().splitlines()[-1], "2 passed, 1 failed, 0 skipped",
+                         r.stdout[-1500:])
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(set(glob.glob(os.path.join(tempfile.gettempdir(), "kit-test-part-*"))),
+                         parts, "the runner's folder for the check tier's outcomes stayed")
 
 
 class ClosingLine(unittest.TestCase):

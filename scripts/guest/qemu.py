@@ -21,6 +21,7 @@ import host
 import record
 from measure import plan
 from host import say
+from . import initrd
 from .common import LAB_DIR, LabError
 
 GUEST_MB, GUEST_CPUS = 2048, 2
@@ -183,7 +184,8 @@ def boot_guests(suite, limit, args, state):
     userspace here within BOOT_S, else under TCG in SUITE.tcg's guests at
     once; those guests.  A guest whose kernel died booting (seen once
     under TCG: a panic in sched_clock_cpu) is booted once more: a boot is
-    not a measurement."""
+    not a measurement; one the kit's initramfs stopped (guest/initrd.py:
+    its KIT-INITRD line), once more on Debian's."""
     if args.accel == "auto" and state.get("kvm") is None and (why := kvm_known()):
         state["kvm"] = False
         say(f"lab: KVM is not usable here ({why}): using TCG")
@@ -209,11 +211,21 @@ def boot_guests(suite, limit, args, state):
     watch(guests)
     again = [g for g in guests if not g.reached and g.exited_early]
     for g in again:
-        say(f"lab: {g.name}: the guest stopped before userspace (tcg: "
-            f"{stopped_why(g.text())}); booting it once more")
+        why = stopped_why(g.text()) + debians_initramfs(suite, g)
+        say(f"lab: {g.name}: the guest stopped before userspace (tcg: {why}); booting it "
+            "once more")
         g.start("tcg", limit)
     watch(again)
     return guests
+
+
+def debians_initramfs(suite, g):
+    """Where the kit's initramfs stopped guest G (its KIT-INITRD line): SUITE
+    boots Debian's own from here on, said in the words returned."""
+    if not stopped_why(g.text()).startswith(initrd.SAYS) or suite.initrd == suite.debian_initrd:
+        return ""
+    suite.initrd = suite.debian_initrd  # a kernel the kit's does not know yet
+    return "; booting Debian's own initramfs"
 
 
 def try_kvm(suite, limit, state):
@@ -228,6 +240,11 @@ def try_kvm(suite, limit, state):
     suite.images([whole])
     whole.start("kvm", limit, first_s=BOOT_S)
     watch([whole])
+    if not whole.reached and (switched := debians_initramfs(suite, whole)):
+        say(f"lab: {whole.name}: the guest stopped before userspace (kvm: "
+            f"{stopped_why(whole.text())}{switched})")  # the kit's, not KVM's, failure
+        whole.start("kvm", limit, first_s=BOOT_S)
+        watch([whole])
     if whole.reached:
         state["kvm"] = True
         if os.path.exists(KVM_VERDICT):
@@ -264,9 +281,10 @@ def kvm_known():
 
 
 def stopped_why(console):
-    """The console line that says why a guest stopped: a kernel panic's, else
-    the last one."""
+    """The console line that says why a guest stopped: the kit's initramfs's,
+    else a kernel panic's, else the last one."""
     console = re.sub(r"\x1b(\[[0-9;?]*[A-Za-z]|.)", "", console)  # the BIOS's terminal codes
     lines = [ln.strip() for ln in console.splitlines() if ln.strip()]
-    panic = [ln for ln in lines if "Kernel panic" in ln or "qemu-system" in ln]
+    panic = ([ln[ln.index(initrd.SAYS):] for ln in lines if initrd.SAYS in ln]  # the kit's initramfs
+             or [ln for ln in lines if "Kernel panic" in ln or "qemu-system" in ln])
     return re.sub(r"^\[\s*[\d.]+\]\s*", "", (panic or lines or ["no console output"])[0])[:200]

@@ -16,7 +16,7 @@ import time
 
 import kernel
 from host import ROOT, say
-from . import init, modules, plugin, where
+from . import init, initrd, modules, plugin, where
 from .common import GUEST_KIT, LabError
 from .merge import bring_back, bring_back_lifecycle, lifecycle_folder, skipped_folder
 from .qemu import GUEST_S, Guest, boot_guests
@@ -93,7 +93,13 @@ def prepare(suite, extra):
     facts); (kernel release, the kit's folder in the root file system,
     why SystemTap builds no module there or None)."""
     suite.make_rootfs()
-    rel, suite.vmlinuz, suite.initrd = suite.kernel()
+    rel, suite.vmlinuz, suite.debian_initrd = suite.kernel()
+    suite.initrd = suite.debian_initrd
+    try:  # the kit's own initramfs (guest/initrd.py says why)
+        suite.initrd = initrd.lean(suite, rel)
+    except LabError as e:
+        say(f"lab: {suite.name}: booting Debian's own initramfs (the kit's could not be made: "
+            f"{e})")
     extra.update(kernel=rel, stap=modules.version(suite))
     config = os.path.join(suite.rootfs, "boot", f"config-{rel}")
     if os.path.exists(config):  # what changes the figures, from the guest's own config
@@ -147,7 +153,7 @@ def run_guests(suite, args, state, extra):
     t0 = time.monotonic()
     guests = boot_guests(suite, limit, args, state)
     extra.update(accel=guests[0].accel, guest_s=round(time.monotonic() - t0),
-                 icount=guests[0].icount)
+                 icount=guests[0].icount, initramfs=os.path.basename(suite.initrd))
     return bring_back(suite, [(g, g.outcome()) for g in guests], extra)
 
 
@@ -160,5 +166,6 @@ def run_lifecycle(suite, args, state, extra):
     init.init_script(suite, g)
     t0 = time.monotonic()
     boot_guests(suite, args.lab_time_limit or GUEST_S["full"], args, state)
-    extra.update(accel=g.accel, guest_s=round(time.monotonic() - t0), icount=g.icount)
+    extra.update(accel=g.accel, guest_s=round(time.monotonic() - t0), icount=g.icount,
+                 initramfs=os.path.basename(suite.initrd))
     return bring_back_lifecycle(suite, g, g.outcome(), extra)

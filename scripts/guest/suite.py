@@ -194,6 +194,7 @@ class Suite:
         self.out = os.path.join(folder_root, self.slug)
         self.guests = []  # the guests booted, and those a TCG run boots (tcg)
         self.whole = self.tcg = self.vmlinuz = self.initrd = None
+        self.debian_initrd = None  # the kernel's own (initrd is the kit's where it was made)
         self.unbuilt = {}  # configuration -> why its module did not build
         self.runtime = "module"  # SystemTap's in the guest (STAP_RUNTIME)
         self.threads = WHERE_THREADS if getattr(args, "where", False) else LAB_THREADS

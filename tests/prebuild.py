@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""prebuild.py: the guests tier's root file systems, built while the
+host tier runs (tests/run_tests.py starts it, niced, under its lock).
+
+    python3 tests/prebuild.py sid bookworm sid:trixie-backports
+
+Why: a fresh clone builds each suite's root file system once with
+mmdebstrap, some 100 s each, mostly waiting on the mirror; built here
+they cost the guests tier nothing.  Each suite is built under its own
+lock (guest/suite.py's Suite.hold), so a lab that needs it meanwhile
+waits for it and then finds it cached, as a second make lab would.  A
+suite that cannot be built (no mirror, no space) is said in one line and
+left to the lab, which says it again and skips; Ctrl-C and SIGTERM stop
+mmdebstrap and leave nothing half made (make_rootfs).  Needs root and
+mmdebstrap (make test installs it).
+"""
+import ctypes
+import os
+import signal
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from guest import suite  # noqa: E402
+from guest.common import LAB_DIR, LabError  # noqa: E402
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def stop(signum, frame):
+    """SIGTERM (the runner's, once: this runs in a session of its own): as
+    Ctrl-C, make_rootfs's clean-up then runs to its end, unstopped."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def reap():
+    """What mmdebstrap's steps orphaned came here (the subreaper): reaped,
+    so none is left for the suite's own checks to find."""
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG) == (0, 0):
+                return
+        except ChildProcessError:
+            return
+
+
+def main(names):
+    signal.signal(signal.SIGTERM, stop)
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        print("prebuild: not the subreaper of its own processes: orphans go to the suite",
+              flush=True)
+    os.makedirs(LAB_DIR, exist_ok=True)
+    log = os.path.join(LAB_DIR, time.strftime("prebuild-%Y%m%dT%H%M%SZ.log", time.gmtime()))
+    for name in names:
+        s = suite.Suite(name, None, LAB_DIR, log)
+        t0 = time.monotonic()
+        try:
+            s.hold()
+            s.make_rootfs()
+            print(f"prebuild: {name}: root file system ready ({time.monotonic() - t0:.0f} s)",
+                  flush=True)
+        except (LabError, OSError) as e:  # (OSError: no mmdebstrap, no space...)
+            print(f"prebuild: {name}: not built ({e}); its lab will say so", flush=True)
+        except KeyboardInterrupt:
+            print(f"prebuild: {name}: stopped", flush=True)
+            return 130
+        finally:
+            s.release()
+            reap()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
