@@ -128,29 +128,28 @@ def options(argv):
 PREBUILD = os.path.join(HERE, "prebuild.py")
 
 
-def start_prebuild(tests):
-    """tests/prebuild.py for the root file systems the guests tier's TESTS
-    boot (kit_test.suites_of), niced so that the host tier's runs go
-    first; (its process, the file its lines go to)."""
-    names = list(dict.fromkeys(n for t in tests for n in kit_test.suites_of(t)))
+def start(cmd):
+    """CMD, one of the runner's helpers: in a session of its own (finish
+    stops it), no test's descendant (kit_test.HELPERS), its output to a
+    file; (its process, that file)."""
     out = tempfile.TemporaryFile("w+", errors="replace")
-    p = subprocess.Popen(["nice", "-n", "19", sys.executable, PREBUILD, *names], stdout=out,
-                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+    p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                          start_new_session=True)
     kit_test.HELPERS.add(p.pid)
     return p, out
+
+
+def start_prebuild(tests):
+    """tests/prebuild.py for the root file systems the guests tier's TESTS
+    boot (kit_test.suites_of), niced so that the host tier's runs go first."""
+    names = list(dict.fromkeys(n for t in tests for n in kit_test.suites_of(t)))
+    return start(["nice", "-n", "19", sys.executable, PREBUILD, *names])
 
 
 def start_beside(a, part):
-    """The check tier in a process of its own (this script, --part PART);
-    (its process, the file its output goes to)."""
-    out = tempfile.TemporaryFile("w+", errors="replace")
-    p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--tier", "check",
-                          "--dir", a.dir, "--part", part, *a.pick], stdout=out,
-                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                         start_new_session=True)
-    kit_test.HELPERS.add(p.pid)
-    return p, out
+    """The check tier in a process of its own (this script, --part PART)."""
+    return start([sys.executable, os.path.abspath(__file__), "--tier", "check", "--dir", a.dir,
+                  "--part", part, *a.pick])
 
 
 def finish(started, stop=False):
