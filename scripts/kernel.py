@@ -26,7 +26,7 @@ after execve) says so in its marker_order, which the caller hands to
 check() (tracers.marker_orders(): this module imports no back-end).  An answer not in
 the table has no expectation ("unknown"), never a guess.
 
-Nothing to run: stats.py and render/sites.py use expected() and check().
+Nothing to run: stats/ and render/sites.py use expected() and check().
 """
 
 import re

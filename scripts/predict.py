@@ -7,8 +7,8 @@ a call measured, their ratio measured / predicted with a 95% interval made
 of the two cells' own (ratio_ci), and what the kit records that may
 explain a gap (causes).
 
-A module of its own, not stats.py's: stats.py keeps every statistic of a
-cell in one file, already some 640 lines, and this reads its analysis
+A module of its own, not a room of stats/: stats/ computes each cell's
+statistics, and this reads its analysis
 whole (every cell, its overhead's interval, its runs' notes) once
 stats.analyse has made it, as render/ does (render/real.py's section,
 render/summary.py's line).  Worked by hand, and its interval's coverage

@@ -2,7 +2,7 @@
 """report.py: the kit's report, from the command line, the door of the
 render/ wing: the answers first (render/summary.py), then the detail
 (render/tight.py, sites.py, paced.py, y2011.py, guest.py) and the plots
-(render/plots.py); the statistics are in stats.py.
+(render/plots.py); the statistics are in stats/.
 
     python3 scripts/report.py                       # results/latest
     python3 scripts/report.py results/A results/B   # side by side, B against A
@@ -15,7 +15,7 @@ render/ wing: the answers first (render/summary.py), then the detail
     make report RESULTS='results/A results/B'
 
 Reads each folder's runs.csv and meta.json (written by scripts/run.py)
-and shows, per configuration and thread count, what stats.py computes:
+and shows, per configuration and thread count, what stats/ computes:
 runs and failures, per-event times, the overhead against the baseline
 (its mean and 95% interval), the slowdown, user/system CPU, the tracer's
 steady and fixed CPU, the event check and scaling.  Writes report.md

@@ -23,7 +23,6 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-import fleet  # noqa: E402
 import host  # noqa: E402
 import kitlock  # noqa: E402
 import lava  # noqa: E402
@@ -31,6 +30,7 @@ import params  # noqa: E402
 import tracers  # noqa: E402
 import workloads  # noqa: E402
 from guest import suite  # noqa: E402
+import play.hosts  # noqa: E402  (make fleet's Ansible)
 
 # What only the tests use: {program: package}.
 # (ssh: test_fleet's unreachable host is refused by ssh's own words.)
@@ -47,7 +47,7 @@ def packages():
     pkgs |= set(r.stdout.split())
     pkgs.add(host.MATPLOTLIB_PACKAGE)
     pkgs |= set(suite.HOST_PACKAGES.values())
-    pkgs |= set(fleet.NEEDS.values()) | {fleet.CALLBACK_PACKAGE}
+    pkgs |= set(play.hosts.NEEDS.values()) | {play.hosts.CALLBACK_PACKAGE}
     pkgs |= set(lava.NEEDS.values())
     pkgs |= set(TESTS_ALONE.values())
     return sorted(pkgs)

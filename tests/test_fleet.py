@@ -21,7 +21,8 @@ import unittest
 
 from kit_test import (ROOT, SCRIPTS, StateTest, build, descendants, need_build, need_root, run,
                       unavailable, stop_when)
-import fleet as fleet_py
+from play.hosts import NEEDS
+from play.pack import INTERRUPTED, pack_kit
 from render import fleet as render_fleet
 from render.formats import f_x
 
@@ -40,7 +41,7 @@ NOWHERE = ("all:\n  hosts:\n    nowhere:\n      ansible_host: 127.0.0.1\n"
 def need_ansible(tc):
     if not shutil.which("ansible-playbook"):
         unavailable(tc, f"ansible-playbook not found (Debian package "
-                    f"{fleet_py.NEEDS['ansible-playbook']})")
+                    f"{NEEDS['ansible-playbook']})")
 
 
 def fleet(env, results, timeout=1800):
@@ -137,7 +138,7 @@ class KitPack(unittest.TestCase):
 
     def members(self, repo, top):
         dst = os.path.join(top, "kit.tar.gz")
-        said = fleet_py.pack_kit(dst, root=repo)
+        said = pack_kit(dst, root=repo)
         with tarfile.open(dst) as t:
             return sorted(t.getnames()), said
 
@@ -380,7 +381,7 @@ class Quick(StateTest):
             self.assertFalse(os.path.exists(os.path.join(top_folder, "local-a.tgz")))
             for h in ("local-b", "nowhere"):
                 self.assertEqual(hosts[h], {"status": "failed", "bytes": None,
-                                            "reason": fleet_py.INTERRUPTED}, h)
+                                            "reason": INTERRUPTED}, h)
 
 
 if __name__ == "__main__":

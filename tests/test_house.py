@@ -128,5 +128,96 @@ class ImportCircles(unittest.TestCase):
             self.assertEqual(circles(imports(tmp)), [["a", "b", "c"], ["p.q", "p.r"]])
 
 
+
+# A tracer's verbs: make run's (tracers/base.py) and make lifecycle's
+# (tracers/attached.py); a class with three of them is a tracer.
+VERBS = {"attach", "detach", "events", "start", "ready", "counts", "stop"}
+
+
+def tracer_classes(top):
+    """[(path under TOP, class)] of the classes outside TOP/tracers/ that
+    define three or more of VERBS."""
+    found = []
+    for name, path in sorted(modules(top).items()):
+        if name == "tracers" or name.startswith("tracers."):
+            continue
+        with open(path) as f:
+            tree = ast.parse(f.read(), path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                verbs = {n.name for n in node.body if isinstance(n, ast.FunctionDef)} & VERBS
+                if len(verbs) >= 3:
+                    found.append((os.path.relpath(path, top), node.name))
+    return found
+
+
+class OneHomePerTracer(unittest.TestCase):
+    def test_no_tracer_class_outside_tracers(self):
+        """Every class with a tracer's verbs is a back-end's, under
+        scripts/tracers/ (make lifecycle had four of its own: Ftrace,
+        Bpftrace, Perf and Stap, now each back-end's Attached)."""
+        self.assertEqual(tracer_classes(SCRIPTS), [])
+
+    def test_the_check_finds_one(self):
+        """Hand-made: a class with start, counts and stop outside tracers/
+        is found; one with two verbs is not, nor one under tracers/."""
+        files = {"x.py": "class T:\n    def start(self): pass\n    def counts(self): pass\n"
+                         "    def stop(self, limit): pass\n",
+                 "y.py": "class U:\n    def start(self): pass\n    def stop(self): pass\n",
+                 "tracers/__init__.py": "",
+                 "tracers/z.py": "class Attached:\n    def start(self): pass\n"
+                                 "    def ready(self): pass\n    def stop(self): pass\n"}
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, text in files.items():
+                os.makedirs(os.path.dirname(os.path.join(tmp, name)), exist_ok=True)
+                with open(os.path.join(tmp, name), "w") as f:
+                    f.write(text)
+            self.assertEqual(tracer_classes(tmp), [("x.py", "T")])
+
+
+ROOM_LINES, FUNCTION_LINES = 450, 70  # the house's sizes (issue 46)
+REASON = "past the house's ~450"  # a room over its size says why, at its top, so
+
+
+def oversized(top):
+    """[(path under TOP, what)] of the rooms over ROOM_LINES (+10) whose
+    docstring gives no reason (REASON), and the functions over
+    FUNCTION_LINES."""
+    found = []
+    for name, path in sorted(modules(top).items()):
+        with open(path) as f:
+            text = f.read()
+        tree = ast.parse(text, path)
+        rel = os.path.relpath(path, top)
+        if text.count("\n") > ROOM_LINES + 10 and REASON not in (ast.get_docstring(tree) or ""):
+            found.append((rel, f"{text.count(chr(10))} lines"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                    node.end_lineno - node.lineno + 1 > FUNCTION_LINES:
+                found.append((rel, f"{node.name}: {node.end_lineno - node.lineno + 1} lines"))
+    return found
+
+
+class Sizes(unittest.TestCase):
+    def test_rooms_and_functions(self):
+        """No room of scripts/ past ~450 lines without its reason at its top
+        (stats.py was 638, now stats/; lifecycle.py 1,082, now a door and
+        cycles/), and no function past 70 lines (fleet.main was 110)."""
+        self.assertEqual(oversized(SCRIPTS), [])
+
+    def test_the_check_finds_them(self):
+        """Hand-made: a 500-line room without a reason and an 80-line
+        function are found; a 500-line room that says why is not."""
+        long_body = "".join(f"    x{i} = {i}\n" for i in range(80))
+        files = {"big.py": '"""big"""\n' + "y = 1\n" * 500,
+                 "said.py": f'"""said: {REASON}, because."""\n' + "y = 1\n" * 500,
+                 "fn.py": "def f():\n" + long_body}
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, text in files.items():
+                with open(os.path.join(tmp, name), "w") as f:
+                    f.write(text)
+            self.assertEqual(oversized(tmp), [("big.py", "501 lines"), ("fn.py", "f: 81 lines")])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -31,7 +31,8 @@ from guest import initrd as guest_initrd
 from guest import qemu as guest_qemu
 from guest import modules as guest_modules
 from guest import steps as guest_steps
-import atlas
+from survey.folders import newest
+from survey.kits import locked
 from guest.init import LAB_RUNS, QUICK_ITER
 from render import formats, guest as render_lab
 from render import lifecycle as render_lifecycle
@@ -204,9 +205,9 @@ class TwoLabs(unittest.TestCase):
         atlas sees it held (and by asking does not hold it itself)."""
         first, second = self.lab("sid"), self.lab("sid", where=True)
         path = os.path.join(self.tmp, "sid.lock")
-        self.assertFalse(atlas.locked(path))
+        self.assertFalse(locked(path))
         first.hold()
-        self.assertTrue(atlas.locked(path))
+        self.assertTrue(locked(path))
         t = threading.Thread(target=second.hold)
         t.start()
         t.join(1.0)
@@ -216,7 +217,7 @@ class TwoLabs(unittest.TestCase):
         self.assertFalse(t.is_alive(), "the second lab never got the root file system")
         self.assertIsNotNone(second.held)
         second.release()
-        self.assertFalse(atlas.locked(path))
+        self.assertFalse(locked(path))
 
     def test_each_removes_its_own(self):
         """The WHERE=1 lab ending first leaves the other lab's images and
@@ -397,9 +398,9 @@ class TwoLabs(unittest.TestCase):
         for n in ("20261203T000000Z-lab", "20261203T000000Z-where-lab", "20261202T000000Z-lab"):
             os.makedirs(os.path.join(self.tmp, n))
         before = {"20261202T000000Z-lab"}
-        self.assertEqual(atlas.newest(self.tmp, common.LAB_TOP, before, common.WHERE_TOP),
+        self.assertEqual(newest(self.tmp, common.LAB_TOP, before, common.WHERE_TOP),
                          os.path.join(self.tmp, "20261203T000000Z-lab"))
-        self.assertEqual(atlas.newest(self.tmp, common.WHERE_TOP, before),
+        self.assertEqual(newest(self.tmp, common.WHERE_TOP, before),
                          os.path.join(self.tmp, "20261203T000000Z-where-lab"))
 
 

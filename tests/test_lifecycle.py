@@ -16,7 +16,11 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
+import host
+from cycles.sites import Targets
+from tracers import attached
 from kit_test import (ROOT, SCRIPTS, StateTest, descendants, need_build, need_root, need_tracer,
                       run, stop_when)
 from render import lifecycle as render_lifecycle
@@ -236,6 +240,56 @@ class Faults(StateTest):
             self.assertIn("undoing its probes", out)
             _, folder = tables(res)
             self.assertTrue(os.path.exists(os.path.join(folder, "meta.json")))
+
+
+class StopAtTheExec(unittest.TestCase):
+    """A stop that lands between a process's exec and the kit noting it (a
+    fresh clone's test_ctrl_c_mid_run left a bpftrace running so): the
+    process is the kit's before the stop is raised, so the cleanup that
+    the stop starts ends it.  The stop is sent from inside Popen, right
+    after it returns, the worst moment there is."""
+
+    def setUp(self):
+        self.started = []
+        real = subprocess.Popen
+
+        def popen(*a, **kw):
+            p = real(*a, **kw)
+            self.started.append(p)
+            os.kill(os.getpid(), signal.SIGINT)
+            return p
+        patch = mock.patch.object(subprocess, "Popen", popen)
+        patch.start()
+        self.addCleanup(patch.stop)
+        self.addCleanup(host.SIGNALLED.clear)
+        self.addCleanup(self.end)
+
+    def end(self):
+        for p in self.started:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+    def test_a_tracers_process(self):
+        t = attached.Process()
+        t.name = "sleep"
+        with tempfile.TemporaryDirectory() as d, host.stoppable():
+            with self.assertRaises(host.Interrupted):
+                t.spawn(["sleep", "60"], os.path.join(d, "sleep.log"))
+            self.assertEqual([t.proc], self.started)
+            t.kill()
+        self.assertIsNotNone(t.proc.returncode)
+
+    def test_a_held_target(self):
+        need_build(self, "plain")
+        targets = Targets("plain")
+        self.addCleanup(Targets.ALL.remove, targets)
+        with host.stoppable():
+            with self.assertRaises(host.Interrupted):
+                targets.start(2)
+            self.assertEqual(targets.procs, self.started)  # the first, and no second
+            targets.stop()
+        self.assertEqual([p.returncode is not None for p in self.started], [True])
 
 
 class Pairing(unittest.TestCase):

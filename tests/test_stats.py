@@ -1,4 +1,4 @@
-"""The statistics (scripts/stats.py), against values worked out by hand
+"""The statistics (scripts/stats/), against values worked out by hand
 on small fixture folders: per-event times, overheads and intervals, when
 a cell has run enough, and the pairing of rounds."""
 import json

@@ -4,6 +4,7 @@ test, however many of its subtests failed or were skipped; its tiers
 each tier's time and the slowest tests printed before that line."""
 import glob
 import os
+import sys
 import tempfile
 import unittest
 
@@ -133,6 +134,47 @@ class Tiers(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertEqual(set(glob.glob(os.path.join(tempfile.gettempdir(), "kit-test-part-*"))),
                          parts, "the runner's folder for the check tier's outcomes stayed")
+
+
+class Prebuild(unittest.TestCase):
+    def test_its_cpu_share_is_nices(self):
+        """The root file systems' build (tests/prebuild.py) runs in a session
+        of its own, an autogroup of its own: the group is set to nice 19,
+        or dpkg there takes a CPU of two from the host tier's runs whatever
+        the processes' own nice (CI on 2c71b30: a bystander's interval
+        [-590, 4036] ns for a cost of 1,723)."""
+        if not os.path.exists("/proc/self/autogroup"):
+            self.skipTest("no /proc/self/autogroup (CONFIG_SCHED_AUTOGROUP off)")
+        mine = open("/proc/self/autogroup").read()
+        r = run([sys.executable, "-c", "import prebuild; prebuild.lower(); "
+                 "print(open('/proc/self/autogroup').read(), end='')"],
+                cwd=os.path.join(ROOT, "tests"), start_new_session=True)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertRegex(r.stdout, r"^/autogroup-\d+ nice 19\n$")
+        self.assertNotEqual(r.stdout.split()[0], mine.split()[0])  # not the suite's own group
+        self.assertEqual(open("/proc/self/autogroup").read(), mine)
+
+
+class Mutants(unittest.TestCase):
+    def test_each_applies_and_names_real_tests(self):
+        """Every mutant of tests/mutants.py breaks its file where it says:
+        the text it replaces is there exactly once (a mutant whose file
+        moved on says NOT APPLIED and kills nothing: two had), and each
+        test it runs picks one of the suite's (a part of its id)."""
+        import mutants
+
+        def ids(suite):
+            for t in suite:
+                yield from ids(t) if isinstance(t, unittest.TestSuite) else [t.id()]
+        tests = list(ids(unittest.defaultTestLoader.discover(os.path.join(ROOT, "tests"))))
+        for name, path, old, new, named in mutants.MUTANTS:
+            with self.subTest(name):
+                with open(os.path.join(ROOT, path)) as f:
+                    self.assertEqual(f.read().count(old), 1, f"{name}: {old!r} in {path}")
+                self.assertNotEqual(old, new)
+                self.assertTrue(named)
+                for t in named:  # picked as run_tests.py picks, by a part of the id
+                    self.assertTrue(any(t in x for x in tests), f"{name}: no test {t}")
 
 
 class ClosingLine(unittest.TestCase):

@@ -13,7 +13,7 @@ import unittest
 from kit_test import EXPECTED, StateTest, build, need, need_build, need_root, run, unavailable
 import configs
 import elfinfo
-import lifecycle
+from cycles.sites import builds_used
 
 ALL_BUILDS = list(configs.builds())  # src/builds.tsv
 FIELDS = {"format", "build", "pid", "threads", "iterations", "pinned", "clock", "wall_ns",
@@ -46,7 +46,7 @@ class Builds(unittest.TestCase):
                 self.assertIn(f"-DTRACE_BUILD='\"{b}\"'", r.stdout)
                 if b != "plain" and configs.builds()[b].idle:
                     self.assertEqual(configs.BY_NAME[f"idle-{b}"].build, b)
-                self.assertIn(b, {c.build for c in configs.CONFIGS} | lifecycle.builds_used())
+                self.assertIn(b, {c.build for c in configs.CONFIGS} | builds_used())
 
 
 class Notes(unittest.TestCase):

@@ -12,7 +12,7 @@ Nothing to run: guest/steps.py calls it.
 import os
 import string
 
-import lifecycle
+from cycles import inputs as lifecycle_inputs
 from . import where
 from .common import GUEST_KIT, TIMINGS
 from .qemu import DONE, USERSPACE
@@ -88,7 +88,7 @@ def lifecycle_runner(suite):
     the lab's values of its inputs, the guest's clock as its UNIT."""
     def text(v):
         return ",".join(map(str, v)) if isinstance(v, list) else str(v)
-    flags = [x for p in lifecycle.PARAMS if p.name not in LC_OWN
+    flags = [x for p in lifecycle_inputs.PARAMS if p.name not in LC_OWN
              for x in (p.flag, text(getattr(suite.args, p.dest)))]
     return " ".join(["python3", "scripts/lifecycle.py", *flags, "--no-install", "1",
                      "--unit", '"$UNIT"', "--no-report", "--results", f"{GUEST_KIT}/results",

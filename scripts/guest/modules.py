@@ -14,10 +14,10 @@ import shutil
 import tempfile
 
 import host
-import lifecycle
+from cycles.sites import LIB_MARKER, LIBRARY
 from host import say
 from measure import plan
-from tracers import stap, stap_build, stap_preflight
+from tracers import stap, stap_attached, stap_build, stap_preflight
 from .common import GUEST_KIT, PREFLIGHT
 from .mounts import Mounts
 
@@ -82,18 +82,19 @@ def build_modules(suite, rel, kit):
 
 def build_bystander(suite, rel, kit, why):
     """make lab LIFECYCLE=1: the SystemTap bystander way's module
-    (lifecycle.STAP_MODULE, its script lifecycle.stap_script) built in the
-    chroot for the guest's kernel REL into KIT's build/lab-modules/, where
-    the guest's lifecycle.py finds it (--lab-modules); where it cannot be built (WHY: the
+    (tracers/stap_attached.py's STAP_MODULE, of its stap_script) built in
+    the chroot for the guest's kernel REL into KIT's build/lab-modules/,
+    where the guest's lifecycle.py finds it (--lab-modules); where it
+    cannot be built (WHY: the
     pre-flight's answer, else the build's), STAP_MODULE.why there says
     why, and the guest's row says it."""
     out = os.path.join(kit, "build", "lab-modules")
     os.makedirs(out, exist_ok=True)
-    name = lifecycle.STAP_MODULE
+    name = stap_attached.STAP_MODULE
     if not why:
-        lib = f"{GUEST_KIT}/build/{os.path.basename(lifecycle.LIBRARY)}"
+        lib = f"{GUEST_KIT}/build/{os.path.basename(LIBRARY)}"
         with open(os.path.join(out, name + ".stp"), "w") as f:
-            f.write(lifecycle.stap_script(lib, lifecycle.LIB_MARKER) + "\n")
+            f.write(stap_attached.stap_script(lib, LIB_MARKER) + "\n")
         cmd = ["chroot", suite.rootfs, "sh", "-c", 'cd "$1" && shift && exec "$@"', "sh",
                f"{GUEST_KIT}/build/lab-modules", "stap", "-p4", "-r", f"/lib/modules/{rel}/build",
                "-m", name, *stap.MODULE_FLAGS, name + ".stp"]

@@ -329,6 +329,26 @@ def write(folder):
 
 
 # -- make lab LIFECYCLE=1: its top folder ---------------------------------------
+def bystander_grid(guests, head):
+    """The summary's bystander table: a row per way, a column per guest
+    (GUESTS: (meta, cells, bystanders); HEAD: their columns' names)."""
+    ways = {}
+    for k, (m, _, bs) in enumerate(guests):
+        for b in bs:
+            ways.setdefault(b["way"], {})[k] = b
+    if not ways:
+        return []
+    out = ["", "## The bystander: the untraced process's cost per call", "",
+           "| way | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]
+    for way, by in ways.items():
+        out.append(f"| {way} | " + " | ".join(
+            (f"{f_ns(by[k]['cost_ns'])} [{f_ns(by[k]['lo_ns'])}, {f_ns(by[k]['hi_ns'])}] "
+             f"{clock(guests[k][0])[2]}" if by[k].get("cost_ns") is not None
+             else ", ".join(by[k]["statuses"])) if k in by else "-"
+            for k in range(len(guests))) + " |")
+    return out
+
+
 def lab_summary(top, folders):
     """TOP/summary.md from the suites' lifecycle FOLDERS: a line per guest,
     then per tracer and attach path the detach per probe and the attach at
@@ -385,19 +405,7 @@ def lab_summary(top, folders):
                              f"({c['sites']} sites)")
     out += grid("Attach, at the most sites each guest ran", "attach_s", most,
                 lambda c, m: f"{f_iv(c['attach_s'], unit=clock(m)[0])} ({c['sites']} sites)")
-    ways = {}
-    for k, (m, _, bs) in enumerate(guests):
-        for b in bs:
-            ways.setdefault(b["way"], {})[k] = b
-    if ways:
-        out += ["", "## The bystander: the untraced process's cost per call", "",
-                "| way | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]
-        for way, by in ways.items():
-            out.append(f"| {way} | " + " | ".join(
-                (f"{f_ns(by[k]['cost_ns'])} [{f_ns(by[k]['lo_ns'])}, {f_ns(by[k]['hi_ns'])}] "
-                 f"{clock(guests[k][0])[2]}" if by[k].get("cost_ns") is not None
-                 else ", ".join(by[k]["statuses"])) if k in by else "-"
-                for k in range(len(guests))) + " |")
+    out += bystander_grid(guests, head)
     text = "\n".join(out) + "\n"
     with open(os.path.join(top, "summary.md"), "w") as f:
         f.write(text)

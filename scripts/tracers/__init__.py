@@ -23,11 +23,18 @@ path they took), State (its run.state dataclass).
 
 Every back-end names what it creates after run.tag (unique to the run),
 so detach removes exactly what it made and nobody else's probes.
+
+make lifecycle's verbs (attach by a binary's path to every process that
+maps it, detach, count: attached.py says them) are a class `Attached` in
+the back-ends that have them, ATTACHED below (SystemTap's in
+stap_attached.py, beside its run verbs).
 """
 from .base import Events, RunState, Tracer, TracerError  # noqa: F401
-from . import none, ftrace, perf, bpftrace, lttng, uftrace, stap
+from . import none, ftrace, perf, bpftrace, lttng, uftrace, stap, stap_attached
 
 BACKENDS = {m.BACKEND.name: m.BACKEND for m in (none, ftrace, perf, bpftrace, lttng, uftrace, stap)}
+# make lifecycle's tracers, in its order (its default TRACERS)
+ATTACHED = {m.Attached.name: m.Attached for m in (ftrace, bpftrace, perf, stap_attached)}
 
 
 def get(name):
@@ -41,4 +48,4 @@ def marker_orders():
             if b.marker_order != "before"}
 
 
-__all__ = ["BACKENDS", "get", "marker_orders", "Events", "RunState", "Tracer", "TracerError"]
+__all__ = ["ATTACHED", "BACKENDS", "get", "marker_orders", "Events", "RunState", "Tracer", "TracerError"]

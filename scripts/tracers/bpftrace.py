@@ -13,9 +13,13 @@ other probe; its stdout, a file, is written at once, where -o's is kept in
 a buffer until it exits); the target is released then, and bpftrace is
 stopped with SIGINT, as at a terminal, once the target has ended.
 """
+import os
 import re
+import time
 from dataclasses import dataclass
 
+from . import tracefs
+from .attached import LIVE_LIMIT_S, POLL_S, Process, TracerGone, held_links
 from .base import LIVE_LINE, LOG_TAIL, Events, RunState, Tracer, TracerError
 
 HANDLERS = {
@@ -127,6 +131,68 @@ class Bpftrace(Tracer):
 
     def detach(self, run):
         self.stop_live(run)
+
+
+class Attached(Process):
+    """make lifecycle's (attached.py): usdt probes by the binary's path, a count per probe.  Its attach
+    path is read from what it holds (held_links), not assumed: bpftrace
+    0.17 (bcc) attaches each as a perf-event uprobe with its own program;
+    a newer one may take one uprobe_multi link where the kernel has it."""
+    name, path = "bpftrace", "perf-event uprobe per probe"
+
+    def __init__(self, kit, binary, sites, pid_filter=None, by_pid=False):
+        self.kit, self.sites = kit, sites
+        self.pid_filter, self.by_pid = pid_filter, by_pid
+        names = sorted(sites.offsets)
+        self.glob = names[0] if len(names) == 1 else "site_*"
+        self.attaching = None
+
+    def start(self):
+        test = f"/pid == {self.pid_filter}/ " if self.pid_filter and not self.by_pid else ""
+        # BEGIN fires once every other probe is attached and enabled
+        prog = (f'BEGIN {{ printf("{LIVE_LINE}\\n"); }} '
+                f"usdt:{self.sites.binary}:{self.sites.provider}:{self.glob} {test}"
+                "{ @[probe] = count(); }")
+        n = len(self.sites.offsets) + 10
+        env = dict(os.environ, BPFTRACE_MAX_PROBES=str(n), BPFTRACE_MAX_BPF_PROGS=str(n))
+        cmd = ["bpftrace", *(["-p", str(self.pid_filter)] if self.by_pid else []), "-e", prog]
+        t0 = time.monotonic()
+        self.spawn(cmd, self.kit.log("bpftrace"), env)
+        # bpftrace 0.17 and 0.23 say "Attaching N probes..." once compiled
+        # and loaded, before the attach: its start-up; 0.27.1 says only
+        # "Attached N probes" after it, so there the start-up is not told
+        # apart (None).
+        while not (said := re.search(r"^Attach(ing|ed) \d+ probe", self.said(), re.M)):
+            self.gone_why()
+            if time.monotonic() - t0 > LIVE_LIMIT_S:
+                raise TracerGone(f"bpftrace said nothing of attaching in {LIVE_LIMIT_S} s")
+            time.sleep(POLL_S)
+        return time.monotonic() - t0 if said.group(1) == "ing" else None
+
+    def ready(self):
+        return LIVE_LINE in self.said()
+
+    def taken(self):
+        """The attach path it took, from its fds once live."""
+        held = held_links(self.proc.pid)
+        if held.get("uprobe_multi link"):
+            return f"uprobe_multi link ({held['uprobe_multi link']} held)"
+        return f"{self.path} ({held.get('perf_event', 0)} perf events held)"
+
+    def stop(self, limit):
+        try:
+            return Process.stop(self, limit)
+        finally:  # what bcc leaves in uprobe_events when it fails or is killed
+            if self.proc:
+                tracefs.remove_leftovers(self.sites.binary, [self.proc.pid], self.kit.tracefs)
+
+    def counts(self):
+        """After stop(): its maps, printed as it ended."""
+        got = {}
+        for m in re.finditer(rf"^@\[usdt:[^\]]*:{self.sites.provider}:(\w+)\]: (\d+)$",
+                             self.said(), re.M):
+            got[m.group(1)] = int(m.group(2))
+        return {n: got.get(n, 0) for n in self.sites.offsets}
 
 
 BACKEND = Bpftrace()

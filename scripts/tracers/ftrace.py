@@ -13,9 +13,11 @@ and uprobe_profile's hits, the line of this event name on this binary and
 no other (see events()); ring-buffer drops count as lost.
 """
 import os
+import time
 from dataclasses import dataclass
 
 from . import tracefs
+from .attached import tasks
 from .base import Events, RunState, Tracer, TracerError
 import kernel
 
@@ -117,6 +119,84 @@ class Ftrace(Tracer):
             run.state.take("instance")
         if run.state.take("event"):
             tracefs.remove_uprobe(run.tag, self.event(run))
+
+
+class Attached:
+    """make lifecycle's (attached.py): uprobe_events lines in a group of the
+    kit's own, enabled together (the top buffer is untouched: a kit
+    instance holds the events)."""
+    name, path = "ftrace", "trace_uprobe (uprobe_events)"
+
+    def __init__(self, kit, binary, sites, pid_filter=None, pid_only=False):
+        self.kit, self.binary, self.sites = kit, binary, sites
+        self.group = kit.group
+        self.pid_filter, self.pid_only = pid_filter, pid_only
+        self.defined = []
+        self.inst = os.path.join(kit.tracefs, "instances", self.group)
+
+    def start(self):
+        t0 = time.monotonic()
+        os.mkdir(self.inst)
+        tracefs.write(os.path.join(self.inst, "buffer_size_kb"), "64")
+        self.define()
+        ev = os.path.join(self.inst, "events", self.group)
+        if self.pid_filter:  # common_pid is a thread's id: one test per thread
+            test = " || ".join(f"common_pid == {t}" for t in
+                               ([self.pid_filter] if self.pid_only else tasks(self.pid_filter)))
+            for name in self.defined:
+                tracefs.write(os.path.join(ev, self.event(name), "filter"), test)
+        startup = time.monotonic() - t0
+        tracefs.write(os.path.join(ev, "enable"), "1")
+        return startup
+
+    def event(self, site):
+        """SITE's event: uprobe_profile shows no group, so the name is the kit's own."""
+        return f"k{os.getpid()}_{site}"
+
+    def define(self):
+        """The events defined, not enabled (perf opens them so)."""
+        for name, off in self.sites.offsets.items():
+            self.defined.append(name)  # first: a line half-added is still removed
+            tracefs.add_uprobe(self.group, self.event(name), self.sites.binary, off,
+                               semaphore=self.sites.semaphores.get(name))
+
+    def counts(self):
+        return {n: tracefs.hits(self.event(n), self.sites.binary) for n in self.defined}
+
+    def ready(self):
+        return True  # its enable's write returned: every event records
+
+    def recorded(self):
+        return tracefs.written(tracefs.ring_stats(self.inst))
+
+    def stop(self, limit):
+        """Every line of the kit's group removed, each tried whatever the
+        others did; the first error raised once all were tried."""
+        errors = []
+        en = os.path.join(self.inst, "events", self.group, "enable")
+        if self.defined and os.path.exists(en):
+            try:
+                tracefs.write(en, "0")
+            except OSError as e:
+                errors.append(e)
+        events = os.path.join(self.kit.tracefs, "uprobe_events")
+        for name in list(self.defined):
+            try:
+                tracefs.write(events, f"-:{self.group}/{self.event(name)}")
+            except FileNotFoundError:  # never added (its add failed)
+                pass
+            except OSError as e:
+                errors.append(e)
+                continue
+            self.defined.remove(name)
+        if os.path.isdir(self.inst):
+            try:
+                tracefs.remove_instance(self.inst, self.group)
+            except OSError as e:
+                errors.append(e)
+        if errors:
+            raise errors[0]
+        return None
 
 
 BACKEND = Ftrace()

@@ -42,9 +42,11 @@ import errno
 import os
 import re
 import signal
+import time
 from dataclasses import dataclass
 
-from . import tracefs
+from . import ftrace, tracefs
+from .attached import Process, tasks
 from .base import LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError, tool_error
 
 MAX_EVENT_NAME = 63  # the kernel's MAX_EVENT_NAME_LEN (64) with its NUL
@@ -279,6 +281,68 @@ class Perf(Tracer):
                 if left:  # kept in run.state: the cleanup's second detach tries again
                     raise TracerError(f"perf probe -d {group}:* left {', '.join(left)} defined")
                 run.state.group = None
+
+
+class Attached(Process):
+    """make lifecycle's (attached.py): the kit's own uprobe_events lines (as perf probe writes them), opened
+    by `perf stat -a` as tracepoints: a perf event per probe and CPU; with a
+    pid, `perf stat -p`, and the kernel's filter keeps the breakpoint out
+    of every other process."""
+    name, path = "perf", "perf-event uprobe per probe and CPU (perf stat)"
+
+    def __init__(self, kit, binary, sites, pid_filter=None, by_tid=False):
+        self.kit, self.sites, self.pid_filter, self.by_tid = kit, sites, pid_filter, by_tid
+        self.events = ftrace.Attached(kit, binary, sites)
+        self.control, self.heard, self.stat = [], [], None
+
+    def start(self):
+        """perf stat with its events opened disabled (-D -1) and enabled
+        through its control FIFO: the breakpoints are in place at the open,
+        before the events count (seen: 1,000 probes, every count 0 where the
+        targets were released at the breakpoints), so it is live at its ack."""
+        t0 = time.monotonic()
+        self.events.define()
+        self.stat = self.kit.log("perf-stat")
+        ctl, ack = self.stat + ".ctl", self.stat + ".ack"
+        for f in (ctl, ack):
+            os.mkfifo(f)
+        self.control.append(os.open(ctl, os.O_RDWR))
+        self.control.append(os.open(ack, os.O_RDONLY | os.O_NONBLOCK))
+        os.write(self.control[0], b"enable\n")  # waits in the FIFO until perf reads it
+        who = (["-t", ",".join(map(str, tasks(self.pid_filter)))] if self.by_tid
+               else ["-p", str(self.pid_filter)] if self.pid_filter else ["-a"])
+        self.spawn(["perf", "stat", "-x,", "--no-big-num", "-o", self.stat, *who,
+                    "-e", f"{self.events.group}:*", "-D", "-1", "--control", f"fifo:{ctl},{ack}"],
+                   self.kit.log("perf"))
+        return time.monotonic() - t0
+
+    def ready(self):
+        try:
+            self.heard.append(os.read(self.control[1], 64))
+        except BlockingIOError:
+            pass
+        return b"ack" in b"".join(self.heard)
+
+    def counts(self):
+        got = {}
+        with open(self.stat, errors="replace") as f:
+            for ln in f:
+                cols = ln.strip().split(",")
+                if len(cols) > 2 and cols[2].startswith(self.events.group + ":"):
+                    got[cols[2].split(":", 1)[1]] = int(cols[0]) if cols[0].isdigit() else 0
+        return {n: got.get(self.events.event(n), 0) for n in self.sites.offsets}
+
+    def stop(self, limit):
+        try:
+            return Process.stop(self, limit)  # perf is gone after it, whatever happened
+        finally:
+            for fd in self.control:
+                os.close(fd)
+            self.control = []
+            for f in ((self.stat + ".ctl", self.stat + ".ack") if self.stat else ()):
+                if os.path.exists(f):
+                    os.remove(f)
+            self.events.stop(limit)
 
 
 BACKEND = Perf()

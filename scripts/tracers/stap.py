@@ -1,4 +1,7 @@
 """stap.py: SystemTap, with the scripts in stp/, on either runtime.
+(Some 480 lines, past the house's ~450: one back-end's run verbs on two
+runtimes that share every verb; its lifecycle verbs are stap_attached.py's,
+its module builds stap_build.py's, its pre-flight stap_preflight.py's.)
 
 module (ordinary distro kernels with modules and headers): the way the
 2011 post ran it.  `stap -F -m TAG` loads the module in flight-recorder
