@@ -269,10 +269,11 @@ PARAMS = [
           "runs as fill this, by the plan's estimate of one run before the matrix starts, "
           "MIN_RUNS at least, the cell's most at most: a cheap cell's interval is not left "
           "to two degrees of freedom (without RUNS)"),
-    Param("PRECISION", number_in("PRECISION", 0.001, 1, "a fraction"), 0.15,
+    Param("PRECISION", number_in("PRECISION", 0, 1, "a fraction"), 0.15,
           "a cell stops when its overhead's 95% interval is within +-PRECISION of the mean "
-          "(0.1: +-10%) or within +-PRECISION_NS"),
-    Param("PRECISION_NS", number_in("PRECISION_NS", 0.001, 1000000, "ns"), 0.5,
+          "(0.1: +-10%) or within +-PRECISION_NS; both 0: no interval is narrow enough, and "
+          "every cell runs to its most (MAX_RUNS)"),
+    Param("PRECISION_NS", number_in("PRECISION_NS", 0, 1000000, "ns"), 0.5,
           "... or within +-PRECISION_NS (for a cost near 0: an idle marker; the unit is the "
           "run's: ns, or instructions in a lab guest)"),
     Param("CONFIGS", parse_configs, None, "names or patterns, comma-separated (make configs)",

@@ -46,9 +46,10 @@ class BadInput(StateTest):
         (["--pilot-s", "-1"], "PILOT_S '-1' is not allowed: want seconds in 0..3600 (0: "
                               "MIN_RUNS)"),
         (["--pilot-s", "3601"], "PILOT_S '3601' is not allowed"),
-        (["--precision", "0"], "PRECISION '0' is not allowed: want a fraction in 0.001..1"),
+        (["--precision", "-0.1"], "PRECISION '-0.1' is not allowed: want a fraction in 0..1"),
+        (["--precision", "1.5"], "PRECISION '1.5' is not allowed: want a fraction in 0..1"),
         (["--precision", "ten"], "PRECISION 'ten' is not allowed"),
-        (["--precision-ns", "-1"], "PRECISION_NS '-1' is not allowed: want ns in 0.001..1000000"),
+        (["--precision-ns", "-1"], "PRECISION_NS '-1' is not allowed: want ns in 0..1000000"),
         (["--warm-up", "1"], "WARM_UP '1' is not allowed: want auto or all"),
         (["--timings", "/no/such/folder/t.json"], "TIMINGS '/no/such/folder/t.json' is not "
                                                   "allowed: want a file in an existing folder"),

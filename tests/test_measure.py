@@ -326,15 +326,15 @@ class Adaptive(StateTest):
 
     def test_time_sliced_cells_stop_at_sliced_runs(self):
         """THREADS above the CPUs: each cell stops at SLICED_RUNS however
-        wide its interval (PRECISION_NS and PRECISION set so tight that
-        none settles), and the plan says so; at 1 thread MAX_RUNS holds."""
+        wide its interval (PRECISION_NS and PRECISION 0: none settles),
+        and the plan says so; at 1 thread MAX_RUNS holds."""
         from params import cpus
         over = cpus() + 1
         with tempfile.TemporaryDirectory() as res:
             r = kit(["--threads", f"1,{over}", "--iter", "20000", "--max-run-s", "0.02",
                      "--min-run-s", "0.02",
                      "--min-runs", "2", "--max-runs", "4", "--sliced-runs", "2",
-                     "--precision", "0.001", "--precision-ns", "0.001",
+                     "--precision", "0", "--precision-ns", "0",
                      "--configs", "baseline,idle-sdt"], res)
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
             rows, _ = rows_of(res)

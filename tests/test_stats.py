@@ -238,6 +238,18 @@ class Settle(unittest.TestCase):
                          (True, f"precise after 3 runs: +-0 ns, 0.0% of the mean (the 3 pilot "
                                 f"runs asked for 3; within {self.TARGET})"))
 
+    def test_a_target_of_zero(self):
+        # PRECISION and PRECISION_NS 0: even differences of sd 0 (100, 100,
+        # 100) are never "precise": the cell runs to MAX_RUNS=4, saying so.
+        cell = [101.0, 101.1, 101.2, 101.3]
+        got = [stats.settle(self.rows(cell[:n]), self.rows(self.BASE), 3, 4, 0, 0)
+               for n in (3, 4)]
+        self.assertEqual(got[0], (False, "3 of 4 runs: +-0 ns, 0.0% of the mean (a target of "
+                                         "0: no interval meets it)"))
+        self.assertEqual(got[1], (True, "MAX_RUNS=4 reached: +-0 ns, 0.0% of the mean (a "
+                                        "target of 0: no interval meets it; wider than "
+                                        "PRECISION=0 of the mean or PRECISION_NS=0)"))
+
     def test_the_pilot_fixes_the_runs(self):
         # Differences 95, 100, 105: mean 100, sd 5; the target 10% of 100
         # = 10 ns; N = (4.303 x 5 / 10)^2 = 4.63, so 5 runs.  Stein's

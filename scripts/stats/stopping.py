@@ -55,7 +55,8 @@ def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns, cap="MA
     m, lo, hi = stein_ci(values, min_runs)
     half = (hi - lo) / 2
     text = f"+-{half:.3g} {unit}" + (f", {half / abs(m):.1%} of the mean" if m else "")
-    asked = f"the {min_runs} pilot runs asked for {want[1]}"
+    asked = (f"the {min_runs} pilot runs asked for {want[1]}" if want[1] < math.inf
+             else "a target of 0: no interval meets it")
     if len(values) >= want[0]:
         if want[1] > max_runs:
             return True, f"{cap}={max_runs} reached: {text} ({asked}; wider than {target})"
@@ -105,10 +106,11 @@ def runs_needed(pilot, min_runs, max_runs, precision, precision_ns):
     """(runs to make, runs the PILOT asked for): Stein's second stage,
     N = (t(pilot - 1) x the pilot's sd / target)^2, the target being
     PRECISION of its mean or PRECISION_NS, at least MIN_RUNS, at most
-    MAX_RUNS."""
+    MAX_RUNS (infinity asked where the target is 0)."""
     m0, s0 = statistics.fmean(pilot), statistics.stdev(pilot)
     d = max(precision * abs(m0), precision_ns)
-    need = max(min_runs, math.ceil((t95(len(pilot) - 1) * s0 / d) ** 2)) if d > 0 else max_runs
+    # a target of 0 (PRECISION and PRECISION_NS 0): no interval meets it
+    need = max(min_runs, math.ceil((t95(len(pilot) - 1) * s0 / d) ** 2)) if d > 0 else math.inf
     return min(max_runs, need), need
 
 
