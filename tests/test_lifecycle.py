@@ -110,7 +110,7 @@ class Bystander(StateTest):
         need_build(self, "lib")
         with tempfile.TemporaryDirectory() as res:
             r = lifecycle(["--tracers", "ftrace,bpftrace", "--probes", "1", "--procs", "1",
-                           "--cell-s", "0", "--by-runs", "4", "--by-calls", "20000"], res)
+                           "--cell-s", "0", "--by-runs", "8", "--by-calls", "50000"], res)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             got, folder = tables(res)
             by = render_lifecycle.bystanders(got[render_lifecycle.BYSTANDER_CSV])
@@ -118,7 +118,10 @@ class Bystander(StateTest):
             test = ways["bpftrace /pid == P/"]
             self.assertEqual(test["statuses"], ["ok"], test)
             self.assertEqual(test["trap"], ["yes"])
-            self.assertEqual(test["runs"], 4)
+            # 8 runs of 50,000 calls: at 4 of 20,000 a busy disk beside the
+            # host tier (the prebuild) twice made one run so slow that the
+            # interval held 0 ([-462, 3808] ns for 1,673: CI 2c71b30, sD)
+            self.assertEqual(test["runs"], 8)
             self.assertEqual(int(test["traced_counted"]), 1000)
             self.assertIsNotNone(test["lo_ns"])
             self.assertGreater(test["lo_ns"], 0, test)  # an interval, and above nothing
@@ -135,7 +138,7 @@ class Bystander(StateTest):
                 self.assertEqual(b["statuses"] == ["ok"], int(b.get("traced_counted") or -1) == 1000, b)
             ok = [r for r in got[render_lifecycle.BYSTANDER_CSV] if r["status"] == "ok"]
             self.assertTrue(ok)
-            self.assertEqual({int(r["calls"]) for r in ok}, {20000})  # every call made
+            self.assertEqual({int(r["calls"]) for r in ok}, {50000})  # every call made
 
 
 class StapTarget(StateTest):
