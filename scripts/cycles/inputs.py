@@ -7,7 +7,6 @@ guest/init.py).
 Nothing to run: scripts/lifecycle.py's wing.
 """
 import os
-import shutil
 
 import host
 import kitlock
@@ -94,14 +93,10 @@ def parse_args(argv, description):
 
 
 # -- main ------------------------------------------------------------------------
-def missing(name):
-    """{command: Debian package} of tracer NAME's that are not here (its back-end's needs)."""
-    return {cmd: pkg for cmd, pkg in BACKENDS[name].needs.items() if not shutil.which(cmd)}
-
-
 def available(name):
-    """Why tracer NAME cannot run here, or None."""
-    return next((f"no {cmd} (Debian package {pkg})" for cmd, pkg in missing(name).items()), None)
+    """Why tracer NAME cannot run here, or None (its back-end's missing())."""
+    return next((f"no {cmd} (Debian package {pkg})"
+                 for cmd, pkg in BACKENDS[name].missing().items()), None)
 
 
 def prepare(args):
@@ -109,7 +104,8 @@ def prepare(args):
     the builds made; False (said) where a build the run needs is missing."""
     kitlock.lock("lifecycle", args.lock_wait_s)
     leftovers.sweep("lifecycle")  # a killed kit's, before anything is attached
-    host.install("lifecycle", sorted({p for t in args.tracers for p in missing(t).values()}),
+    host.install("lifecycle", sorted({p for t in args.tracers
+                                      for p in BACKENDS[t].missing().values()}),
                  args.no_install)
     if not host.make_all("lifecycle"):
         return False
