@@ -53,7 +53,7 @@ def lower():
     processes in it: the group itself is set to nice 19, or the host
     tier's runs share their CPUs with dpkg (a bystander's cost read
     [-590, 4036] ns for 1,723 so, in CI on 2c71b30)."""
-    for tries in range(3):
+    for _ in range(3):
         try:
             with open("/proc/self/autogroup", "w") as f:
                 f.write("19")
