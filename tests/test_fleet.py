@@ -23,6 +23,7 @@ from kit_test import (ROOT, SCRIPTS, StateTest, build, descendants, need_build, 
                       unavailable, stop_when)
 from play.hosts import NEEDS
 from play.pack import INTERRUPTED, pack_kit
+from play.playbook import REMOTE_TMP, local_tmps
 from render import fleet as render_fleet
 from render.formats import f_x
 
@@ -32,10 +33,18 @@ EXAMPLE = os.path.join(ROOT, "fleet", "inventory.example.yml")
 # stopped stays there, so the fleet gives its play a TMPDIR of its own
 PAYLOADS = os.path.join(tempfile.gettempdir(), "ansible_*_payload_*")
 PLAYS = os.path.expanduser("~/.ansible/tmp/ansible-local-*")  # the play's own, ANSIBLE_LOCAL_TEMP
+# a module's own folder on a local host (under its remote_tmp): one a Ctrl-C
+# stopped stays, so the fleet gives each local host a remote_tmp of its own
+MODULES = os.path.expanduser("~/.ansible/tmp/ansible-tmp-*")
 NOWHERE_PORT = 1  # the example's unreachable host: 127.0.0.1, this port
 NOWHERE = ("all:\n  hosts:\n    nowhere:\n      ansible_host: 127.0.0.1\n"
            f"      ansible_port: {NOWHERE_PORT}\n      ansible_connection: ssh\n"
            "      ansible_ssh_common_args: '-o ConnectTimeout=5 -o BatchMode=yes'\n")
+
+
+def ansibles_folders():
+    """Ansible's folders of these kinds on this machine now."""
+    return {f for pattern in (PAYLOADS, PLAYS, MODULES) for f in glob.glob(pattern)}
 
 
 def need_ansible(tc):
@@ -217,6 +226,20 @@ class Planted(unittest.TestCase):
                 self.assertRegex(row["reason"], bad + " is not the connecting user's alone")
 
 
+class LocalTmps(unittest.TestCase):
+    def test_each_local_host_without_its_own(self):
+        """The inventory read after the user's gives each host on this
+        machine whose variables name no remote_tmp one in the fleet's own
+        folder; a host that names its own, and a remote host, are not in it;
+        with none to give, there is no such inventory."""
+        with tempfile.TemporaryDirectory() as tmp:
+            hosts = {"a": {}, "b": {REMOTE_TMP: "/srv/ansible-tmp"}, "far": {}}
+            with open(local_tmps(tmp, hosts, ["a", "b"])) as f:
+                self.assertEqual(json.load(f), {"all": {"hosts": {
+                    "a": {"ansible_remote_tmp": os.path.join(tmp, "remote-a")}}}})
+            self.assertIsNone(local_tmps(tmp, hosts, ["b"]))
+
+
 class Table(unittest.TestCase):
     """The fleet's table, worked by hand: two hosts' folders, each a
     baseline of 100 and 110 ns a call.  Host a's ftrace-sdt runs 600 and
@@ -318,7 +341,7 @@ class Quick(StateTest):
         need_root(self)
         need_ansible(self)
         theirs = os.path.join(tempfile.gettempdir(), "kit-fleet-local-*")
-        before, payloads = set(glob.glob(theirs)), set(glob.glob(PAYLOADS) + glob.glob(PLAYS))
+        before, payloads = set(glob.glob(theirs)), ansibles_folders()
         with tempfile.TemporaryDirectory() as res:
             env = {k: v for k, v in os.environ.items() if k != "FLEET_ROOT"}
             p = subprocess.Popen([sys.executable, FLEET_PY, "--results", res, "--no-install",
@@ -337,7 +360,7 @@ class Quick(StateTest):
             self.assertIn("fleet: interrupted", out)
             self.assertEqual(descendants(os.getpid()), {})  # (orphans come to the suite)
             self.assertEqual(set(glob.glob(theirs)), before, "a local host's kit folder stayed")
-            self.assertEqual(set(glob.glob(PAYLOADS) + glob.glob(PLAYS)), payloads,
+            self.assertEqual(ansibles_folders(), payloads,
                              "Ansible's module or play folder stayed")
             (top_folder,) = glob.glob(os.path.join(res, "*-fleet"))
             with open(os.path.join(top_folder, "fleet.json")) as f:
@@ -351,7 +374,7 @@ class Quick(StateTest):
         interrupted; exit 130 and no process left below."""
         need_root(self)
         need_ansible(self)
-        payloads = set(glob.glob(PAYLOADS) + glob.glob(PLAYS))
+        payloads = ansibles_folders()
         with tempfile.TemporaryDirectory() as res, tempfile.TemporaryDirectory() as top:
             root = os.path.join(top, "hosts")
             p = subprocess.Popen([sys.executable, FLEET_PY, "--results", res, "--no-install",
@@ -368,7 +391,7 @@ class Quick(StateTest):
                             lambda p: os.kill(p.pid, signal.SIGINT), wait_s=600)
             self.assertEqual(p.returncode, 130, out[-3000:])
             self.assertEqual(descendants(os.getpid()), {})  # (orphans come to the suite)
-            self.assertEqual(set(glob.glob(PAYLOADS) + glob.glob(PLAYS)), payloads,
+            self.assertEqual(ansibles_folders(), payloads,
                              "Ansible's module or play folder stayed")
             (top_folder,) = glob.glob(os.path.join(res, "*-fleet"))
             with open(os.path.join(top_folder, "fleet.json")) as f:

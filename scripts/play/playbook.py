@@ -23,6 +23,7 @@ PLAYBOOK = os.path.join(ROOT, "fleet", "playbook.yml")
 REPORT = os.path.join(ROOT, "scripts", "report.py")
 MAX_FORKS = 50  # hosts Ansible works on at once (its own default is 5)
 PLAYBOOK_S = 6 * 3600  # the whole play, every host: a stated limit
+REMOTE_TMP = "ansible_remote_tmp"  # where a host's modules run from (its shell plugin's option)
 
 
 def play_env(scratch, local):
@@ -41,6 +42,23 @@ def play_env(scratch, local):
     if local > 1:
         env["ANSIBLE_STRATEGY"] = "host_pinned"
     return env
+
+
+def local_tmps(tmp, hosts, local):
+    """An inventory to read after the user's (a second -i), or None: for each
+    host on this machine (LOCAL) whose variables name no ansible_remote_tmp,
+    one in the fleet's own folder TMP.  Ansible runs a module from a folder
+    of its own in that (ansible-tmp-*) and removes it when the module
+    returns; one a Ctrl-C stops would stay in ~/.ansible/tmp.  A host whose
+    inventory names its own keeps it.  JSON, which Ansible's YAML inventory
+    reads; the hosts' names are plain (check_hosts)."""
+    mine = {h: {REMOTE_TMP: os.path.join(tmp, f"remote-{h}")}
+            for h in local if hosts[h].get(REMOTE_TMP) is None}
+    if not mine:
+        return None
+    path = os.path.join(tmp, "local-tmp.yml")
+    host.write_json(path, {"all": {"hosts": mine}})
+    return path
 
 
 def write_fleet_json(fleet, args, words, got, **more):
@@ -75,9 +93,11 @@ def play(args, hosts, plugins, words):
         scratch = os.path.join(tmp, "tmp")
         os.mkdir(scratch, 0o700)
         errors = open(os.path.join(tmp, "stderr"), "w+")
+        overlay = local_tmps(tmp, hosts, local)
         with host.stoppable():
             p = subprocess.Popen(
-                ["ansible-playbook", "-i", args.inventory, "-e", f"@{extra}",
+                ["ansible-playbook", "-i", args.inventory, *(["-i", overlay] if overlay else []),
+                 "-e", f"@{extra}",
                  "--forks", str(1 if len(local) > 1 else min(len(hosts), MAX_FORKS)),
                  PLAYBOOK], stdout=subprocess.PIPE, stderr=errors, text=True,
                 errors="replace", start_new_session=True, preexec_fn=host.default_signals,
