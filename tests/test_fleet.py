@@ -228,16 +228,12 @@ class Planted(unittest.TestCase):
 
 class LocalTmps(unittest.TestCase):
     def test_each_local_host_without_its_own(self):
-        """The inventory read after the user's gives each host on this
-        machine whose variables name no remote_tmp one in the fleet's own
-        folder; a host that names its own, and a remote host, are not in it;
-        with none to give, there is no such inventory."""
-        with tempfile.TemporaryDirectory() as tmp:
-            hosts = {"a": {}, "b": {REMOTE_TMP: "/srv/ansible-tmp"}, "far": {}}
-            with open(local_tmps(tmp, hosts, ["a", "b"])) as f:
-                self.assertEqual(json.load(f), {"all": {"hosts": {
-                    "a": {"ansible_remote_tmp": os.path.join(tmp, "remote-a")}}}})
-            self.assertIsNone(local_tmps(tmp, hosts, ["b"]))
+        """Each host on this machine whose variables name no remote_tmp gets
+        a folder in the fleet's own (the play's first task makes it its
+        remote_tmp); a host that names its own, and a remote host, none."""
+        hosts = {"a": {}, "b": {REMOTE_TMP: "/srv/ansible-tmp"}, "far": {}}
+        self.assertEqual(local_tmps("/f", hosts, ["a", "b"]), {"a": "/f/modules-a"})
+        self.assertEqual(local_tmps("/f", hosts, ["b"]), {})
 
 
 class Table(unittest.TestCase):

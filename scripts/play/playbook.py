@@ -23,7 +23,7 @@ PLAYBOOK = os.path.join(ROOT, "fleet", "playbook.yml")
 REPORT = os.path.join(ROOT, "scripts", "report.py")
 MAX_FORKS = 50  # hosts Ansible works on at once (its own default is 5)
 PLAYBOOK_S = 6 * 3600  # the whole play, every host: a stated limit
-REMOTE_TMP = "ansible_remote_tmp"  # where a host's modules run from (its shell plugin's option)
+REMOTE_TMP = "ansible_remote_tmp"  # where a host's modules run from (fleet/playbook.yml sets it)
 
 
 def play_env(scratch, local):
@@ -45,20 +45,15 @@ def play_env(scratch, local):
 
 
 def local_tmps(tmp, hosts, local):
-    """An inventory to read after the user's (a second -i), or None: for each
-    host on this machine (LOCAL) whose variables name no ansible_remote_tmp,
-    one in the fleet's own folder TMP.  Ansible runs a module from a folder
-    of its own in that (ansible-tmp-*) and removes it when the module
-    returns; one a Ctrl-C stops would stay in ~/.ansible/tmp.  A host whose
-    inventory names its own keeps it.  JSON, which Ansible's YAML inventory
-    reads; the hosts' names are plain (check_hosts)."""
-    mine = {h: {REMOTE_TMP: os.path.join(tmp, f"remote-{h}")}
-            for h in local if hosts[h].get(REMOTE_TMP) is None}
-    if not mine:
-        return None
-    path = os.path.join(tmp, "local-tmp.yml")
-    host.write_json(path, {"all": {"hosts": mine}})
-    return path
+    """{host: a folder in the fleet's own folder TMP} for each host on this
+    machine (LOCAL) whose variables name no ansible_remote_tmp: the play's
+    first task makes it that host's (set_fact, which needs no such folder).
+    Ansible runs each module from a folder of its own in it (ansible-tmp-*)
+    and removes that when the module returns; one a Ctrl-C stops would
+    otherwise stay in ~/.ansible/tmp.  A host whose inventory names its own
+    keeps it; a remote_tmp of ansible.cfg is not a host's and gives way."""
+    return {h: os.path.join(tmp, f"modules-{h}") for h in local
+            if hosts[h].get(REMOTE_TMP) is None}
 
 
 def write_fleet_json(fleet, args, words, got, **more):
@@ -83,7 +78,8 @@ def play(args, hosts, plugins, words):
             + ("; those on this machine one at a time" if len(local) > 1 else ""))
         extra = os.path.join(tmp, "vars.json")
         host.write_json(extra, {"kit_tarball": tarball, "kit_vars": words, "kit_local": mine,
-                                "fleet_root": args.fleet_root, "fleet_dir": fleet})
+                                "fleet_root": args.fleet_root, "fleet_dir": fleet,
+                                "kit_remote_tmp": local_tmps(tmp, hosts, local)})
         t0 = time.monotonic()
         # Stopped (Ctrl-C, SIGTERM, its limit), the play and every process
         # below it get SIGTERM, and the fleet waits until each is gone: each
@@ -93,11 +89,9 @@ def play(args, hosts, plugins, words):
         scratch = os.path.join(tmp, "tmp")
         os.mkdir(scratch, 0o700)
         errors = open(os.path.join(tmp, "stderr"), "w+")
-        overlay = local_tmps(tmp, hosts, local)
         with host.stoppable():
             p = subprocess.Popen(
-                ["ansible-playbook", "-i", args.inventory, *(["-i", overlay] if overlay else []),
-                 "-e", f"@{extra}",
+                ["ansible-playbook", "-i", args.inventory, "-e", f"@{extra}",
                  "--forks", str(1 if len(local) > 1 else min(len(hosts), MAX_FORKS)),
                  PLAYBOOK], stdout=subprocess.PIPE, stderr=errors, text=True,
                 errors="replace", start_new_session=True, preexec_fn=host.default_signals,
