@@ -35,6 +35,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import debpkgs  # noqa: E402
 import host  # noqa: E402
 import params  # noqa: E402
 from host import say  # noqa: E402
@@ -47,13 +48,13 @@ from play.inputs import PARAMS, check_handed, knobs, parse_args  # noqa: E402
 def ansible_here(no_install):
     """Ansible on this machine, installed where missing (unless NO_INSTALL)
     with the callback whose report the fleet reads; None, or why not."""
-    host.install("fleet", sorted({pkg for cmd, pkg in NEEDS.items() if not shutil.which(cmd)}),
+    debpkgs.install("fleet", sorted({pkg for cmd, pkg in NEEDS.items() if not shutil.which(cmd)}),
                  no_install)
     missing = [cmd for cmd in NEEDS if not shutil.which(cmd)]
     if missing:
         return f"{missing[0]} not found (Debian package {NEEDS[missing[0]]})"
     if not has_callback():
-        host.install("fleet", [CALLBACK_PACKAGE], no_install)
+        debpkgs.install("fleet", [CALLBACK_PACKAGE], no_install)
         if not has_callback():
             return (f"Ansible has no {CALLBACK} stdout callback (Debian package "
                     f"{CALLBACK_PACKAGE}: ansible-core recommends it)")

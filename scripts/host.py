@@ -2,8 +2,7 @@
 the kit: where the checkout is (ROOT, BUILD), a line for the human (say),
 the one command runner every other runner wraps (run), the one atomic
 JSON writer (write_json), /proc process helpers, and preparing this
-machine: installing the Debian packages the kit lacks (as root, unless
-NO_INSTALL=1), `make all`, and whether an interpreter has matplotlib.
+machine: `make all`, and whether an interpreter has matplotlib.
 
 Nothing to run: `import host`.
 """
@@ -401,29 +400,6 @@ def kill_all(which, seconds=10):
 
 
 # -- preparing the machine -----------------------------------------------------
-def install(who, pkgs, forbid):
-    """Installs PKGS with apt-get, saying so as WHO (run, lab); where
-    FORBID (NO_INSTALL=1), without root or without apt-get, only says what
-    is missing.  Whatever could not be installed is the caller's to skip."""
-    if not pkgs:
-        return
-    if forbid:
-        say(f"{who}: missing Debian packages (not installing, NO_INSTALL=1): {' '.join(pkgs)}")
-        return
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        say(f"{who}: missing Debian packages (install them as root): {' '.join(pkgs)}")
-        return
-    say(f"{who}: installing the Debian packages it needs: {' '.join(pkgs)}")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    run(["apt-get", "update", "-qq"], env=env, whole=True, grace=STOP_GRACE_S)
-    code, out = run(["apt-get", "install", "-y", "-qq", *pkgs], env=env, whole=True,
-                    grace=STOP_GRACE_S)
-    if code != 0:
-        said = [ln for ln in out.splitlines() if ln.startswith(("E:", "W:"))][-5:]
-        say(f"{who}: apt-get could not install them all; what needs them will be skipped"
-            + "".join(f"\n{who}:   {ln}" for ln in said))
-
-
 def build_needs():
     """The Debian packages the builds that cannot be made here need
     (`make needs`): the runner's and the lab's (the lab's guests run the

@@ -16,24 +16,35 @@ its name, written here and nowhere else:
   (in build/) with its template cluster `kit<pid>-scratch-*-pg-template`;
 - make lifecycle's events: the group `kit_lc_<pid>` and its instance.
 
-sweep() removes the uprobe events, tracing instances, clusters and scratch
-folders among those whose pid is no longer alive, and nothing else: a live
-kit's, another's (a name the kit does not make), a pid the kernel has
-given to a new process (kept: that process may be a kit).  A dead kit's
-SystemTap module or LTTng session is left: their tools end with their
-target.  Root only (tracefs is root's); run by make run and make
-lifecycle after the lock.
+A name alone proves nothing (a user's own `kitface_1`, a kit in another
+pid namespace sharing the kernel's tracefs): a name is a dead kit's only
+where that kit registered itself in root's own state (kitstate.py: its
+pid, start time and pid namespace) and no process with that pid and start
+time runs now.  sweep() registers the kit that calls it, then removes the
+uprobe events, tracing instances, clusters and scratch folders of each
+dead registered kit, stops the tracers it started by path that still run
+(bpftrace on a path, perf stat -a, stap: they would trace this kit's
+untraced rows), and forgets it; nothing else.  A folder is judged by the
+descriptor it was opened with (private.Private.found: a folder, not a
+link, root's or the clusters' owner's, no one else's to write), never by
+its name again; a dead cluster's server is killed as the clusters' owner's
+process whose working folder is that very folder (its inode, held open),
+never by a path.  A dead kit's SystemTap module or LTTng session is left:
+their tools end with their target.  Root only (tracefs is root's); run by
+make run and make lifecycle after the lock.
 
 Nothing to run: `import leftovers; leftovers.sweep("run")`.
 """
+import atexit
 import os
 import re
-import shutil
-import stat
+import signal
 import tempfile
 
+import kitstate
 import workloads
-from host import BUILD, say
+from host import BUILD, say, wait_for
+from private import Private
 from tracers import tracefs
 
 # The names the kit makes, each whole, and its maker's pid (hex for make
@@ -76,46 +87,22 @@ def owner(name, kinds=TRACEFS_NAMES + CLUSTER_NAMES + SCRATCH_NAMES):
     return None
 
 
-def pid_max():
-    try:
-        with open("/proc/sys/kernel/pid_max") as f:
-            return int(f.read())
-    except (OSError, ValueError):
-        return 4194304  # the kernel's largest
-
-
-def gone(pid):
-    """PID could be a kit's, and no process has it now."""
-    return pid is not None and 0 < pid <= pid_max() and not os.path.exists(f"/proc/{pid}")
-
-
-def dead_names(names, kinds):
-    """{pid: [name]} of NAMES of KINDS whose maker is gone."""
+def dead_names(names, kinds, dead):
+    """{pid: [name]} of NAMES of KINDS whose maker is a dead registered kit
+    (DEAD: kitstate.dead()'s ids)."""
     out = {}
     for n in names:
         pid = owner(n, kinds)
-        if gone(pid):
+        if pid is not None and kit_id(pid) in dead:
             out.setdefault(pid, []).append(n)
     return out
 
 
-def the_kits_folder(path):
-    """PATH is a folder as the kit makes one (not a link; root's, or the
-    clusters' owner's; no one else may enter): what another user made in
-    /dev/shm or /tmp under a kit's name is not the kit's."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    owners = {0, os.geteuid(), workloads.cluster_owner_uid()}
-    return stat.S_ISDIR(st.st_mode) and st.st_uid in owners and not st.st_mode & 0o077
-
-
-def sweep_tracefs(t, removed, failed):
+def sweep_tracefs(t, dead, removed, failed):
     """The instances and uprobe events in tracefs T of the dead kits."""
     top = os.path.join(t, "instances")
     insts = os.listdir(top) if os.path.isdir(top) else []
-    for pid, names in dead_names(insts, TRACEFS_NAMES).items():
+    for pid, names in dead_names(insts, TRACEFS_NAMES, dead).items():
         for n in names:
             d = os.path.join(top, n)
             try:
@@ -129,7 +116,7 @@ def sweep_tracefs(t, removed, failed):
         return
     with open(events) as f:
         lines = UPROBE_LINE.findall(f.read())
-    groups = dead_names({g for g, _ in lines}, TRACEFS_NAMES)
+    groups = dead_names({g for g, _ in lines}, TRACEFS_NAMES, dead)
     for pid, names in groups.items():
         for g, e in [(g, e) for g, e in lines if g in names]:
             try:
@@ -139,26 +126,51 @@ def sweep_tracefs(t, removed, failed):
                 failed.append(f"uprobe {g}/{e}: {err.strerror}")
 
 
-def sweep_folders(removed, failed):
+def sweep_folders(dead, removed, failed):
     """The clusters (their live servers first) and scratch folders of the
-    dead kits."""
+    dead kits, each opened once and judged by its descriptor."""
     places = [(top, CLUSTER_NAMES) for top in sorted({workloads.cluster_root(),
                                                       tempfile.gettempdir()})]
+    owners = {0, os.geteuid(), workloads.cluster_owner_uid()}
     for top, kinds in places + [(BUILD, SCRATCH_NAMES)]:
         names = os.listdir(top) if os.path.isdir(top) else []
-        for pid, found in dead_names(names, kinds).items():
+        for pid, found in dead_names(names, kinds, dead).items():
             for n in found:
                 path = os.path.join(top, n)
-                if not the_kits_folder(path):
+                held = Private.found(path, owners)
+                if held is None:  # not as the kit makes them: someone else's
                     continue
-                said = workloads.Postgres.remove([path]) if kinds is CLUSTER_NAMES else []
-                shutil.rmtree(path, ignore_errors=True)
-                if os.path.lexists(path):
+                said = workloads.Postgres.remove([held]) if kinds is CLUSTER_NAMES else []
+                if held.fd is not None and not held.remove():
+                    failed.append(f"{path}: not removed (the name leads elsewhere now)")
+                    continue
+                if os.path.lexists(path) and Private.found(path, owners):
                     failed.append(f"{path}: not removed")
                     continue
                 shown = os.path.relpath(path, os.path.dirname(BUILD)) if top == BUILD else path
                 removed.setdefault(pid, []).append(
                     shown + (f" (its processes and memory: {', '.join(said)})" if said else ""))
+
+
+TRACER_GRACE_S = 10  # for a dead kit's tracer to detach after SIGTERM
+
+
+def sweep_tracers(dead, removed):
+    """The tracers a dead kit started by path, where the same process (pid
+    and start time) still runs: SIGTERM (they detach as on Ctrl-C), then
+    SIGKILL."""
+    for kid, rec in dead.items():
+        left = [(int(p), t) for p, t in rec.get("tracers", [])
+                if t is not None and kitstate.start_time(int(p)) == t]
+        for p, _ in left:
+            os.kill(p, signal.SIGTERM)
+        alive = lambda: [p for p, t in left if kitstate.start_time(p) == t]  # noqa: E731
+        if not wait_for(lambda: not alive(), TRACER_GRACE_S):
+            for p in alive():
+                os.kill(p, signal.SIGKILL)
+        if left:
+            removed.setdefault(int(rec["pid"]), []).append(
+                "its tracers still running (pids " + ", ".join(str(p) for p, _ in left) + ")")
 
 
 def sweep(who):
@@ -167,16 +179,25 @@ def sweep(who):
     removed, failed = {}, []
     if os.geteuid() != 0:
         return removed
+    kitstate.register(kit_id(os.getpid()))
+    atexit.register(kitstate.unregister)
+    dead = kitstate.dead()
+    try:
+        sweep_tracers(dead, removed)
+    except OSError as e:
+        failed.append(f"tracers: {e}")
     try:
         with tracefs.private() as t:
             if t:
-                sweep_tracefs(t, removed, failed)
+                sweep_tracefs(t, dead, removed, failed)
     except OSError as e:  # the run goes on; the line says what is left
         failed.append(f"tracefs: {e}")
     try:
-        sweep_folders(removed, failed)
+        sweep_folders(dead, removed, failed)
     except OSError as e:
         failed.append(f"folders: {e}")
+    for kid in dead if not failed else ():  # (kept where something is left: tried again)
+        kitstate.forget(kid)
     for pid, what in sorted(removed.items()):
         say(f"{who}: removed what a kit that is gone (pid {pid}) left: {', '.join(what)}")
     if failed:

@@ -19,7 +19,6 @@ import json
 import os
 import platform
 import pwd
-import shutil
 import stat
 import struct
 import subprocess
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 import host
 from elfinfo import Elf
 from host import ROOT
+from private import Private
 
 
 @dataclass(frozen=True)
@@ -112,16 +112,20 @@ class Workload:
 
 class Postgres(Workload):
     """A throwaway cluster in a folder of the run's own, copied from a
-    template cluster the kit makes once (in a folder named after its
-    scratch, removed by teardown), both of which the cluster's owner
-    (`postgres`) may enter; the driver is told the binaries' folder and the
-    owner (--bin, --owner: their one home is here).  Cleanup after the
-    target (its session killed, the server with it): any process whose
-    working directory is inside one of those folders (a backend, in a
-    session of its own, that outlived its server: the folder is the kit's,
-    so the process is), each SysV segment a postmaster.pid there names, if
-    it is still the owner's, of that key, with nothing attached; then the
-    run's folder."""
+    template cluster the kit makes once, each made as private.py says
+    (issue 56): a folder of root's with a random name (mkdtemp, 0711 under
+    root, held by descriptor), and inside it, made through that
+    descriptor, `pg`: the cluster owner's (`postgres`), 0700, where the
+    data and the socket go.  No name another user plants is taken, and the
+    owner cannot swap the folder for a link (it is root's, in a sticky
+    folder).  The driver is told the binaries' folder and the owner
+    (--bin, --owner: their one home is here).  Cleanup after the target
+    (its session and the tree below it killed by pid, measure/supervise.py):
+    any process of the cluster's owner whose working folder is the kit's
+    own cluster folder, by inode (a backend, in a session of its own, that
+    outlived its server), each SysV segment a postmaster.pid there names,
+    if it is still the owner's, of that key, with nothing attached; then
+    the run's folder, while its name still leads to the one the kit made."""
 
     def unavailable(self):
         why = super().unavailable()
@@ -135,31 +139,41 @@ class Postgres(Workload):
         return None
 
     @staticmethod
-    def folders(scratch):
-        """(the run's cluster folder, the kit's template) for run SCRATCH."""
-        tmp = cluster_root()
-        return (os.path.join(tmp, os.path.basename(scratch) + "-pg"),
-                os.path.join(tmp, os.path.basename(os.path.dirname(scratch)) + "-pg-template"))
+    def made(prefix, suffix):
+        """A cluster's folder (class doc): (the held root folder, its `pg`)."""
+        root = os.geteuid() == 0
+        held = Private.make(cluster_root(), prefix, suffix, 0o711 if root else 0o700)
+        try:
+            owner = pwd.getpwnam(PG_OWNER) if root else None
+            inner = held.sub(PG_DIR, 0o700, *((owner.pw_uid, owner.pw_gid) if owner else ()))
+        except BaseException:
+            held.remove()
+            raise
+        return held, inner
 
     def prepare(self, scratch):
-        top, template = self.folders(scratch)
-        for d in (top, template):
-            if not os.path.isdir(d):
-                os.mkdir(d, 0o700)
-                if os.geteuid() == 0:
-                    pw = pwd.getpwnam(PG_OWNER)
-                    os.chown(d, pw.pw_uid, pw.pw_gid)
-        return ["--bin", PG_BIN, "--owner", PG_OWNER, "--dir", top, "--template", template]
+        kit_scratch = os.path.dirname(scratch)
+        if kit_scratch not in _TEMPLATES:  # once a kit: kit<id>-scratch-<x>_<random>-pg-template
+            _TEMPLATES[kit_scratch] = self.made(os.path.basename(kit_scratch) + "_",
+                                                "-pg-template")
+        template, tinner = _TEMPLATES[kit_scratch]
+        template.check()
+        tag = os.path.basename(scratch).rpartition("-")[0]  # kit<id>_<n>-<random>-pg
+        _RUNS[scratch] = held, inner = self.made(tag + "-", "-pg")
+        return ["--bin", PG_BIN, "--owner", PG_OWNER, "--dir", inner, "--template", tinner]
 
     def cleanup(self, scratch, log):
-        top, template = self.folders(scratch)
-        said = self.remove([top], keep=[template])
+        run = _RUNS.pop(scratch, None)
+        template = _TEMPLATES.get(os.path.dirname(scratch))
+        said = self.remove([run[0]] if run else [], keep=[template[0]] if template else [])
         if said:
             with open(log, "a") as f:
                 f.write(f"workload cleanup: removed what the cluster left: {', '.join(said)}\n")
 
     def teardown(self, kit_scratch):
-        self.remove([self.folders(os.path.join(kit_scratch, "x"))[1]])
+        template = _TEMPLATES.pop(kit_scratch, None)
+        if template:
+            self.remove([template[0]])
 
     def semaphore_holders(self, target_pid):
         """Every process of the cluster running PROGRAM: the postmaster
@@ -180,7 +194,8 @@ class Postgres(Workload):
     def bystanders(self):
         """Processes of PROGRAM that are not the kit's clusters' (a probe
         by path counts their events too): their pids."""
-        mine = os.path.join(cluster_root(), "kit")
+        mine = {i for held, _ in [*_RUNS.values(), *_TEMPLATES.values()]
+                for i in map(held.inode_of, CLUSTER_FOLDERS) if i}
         out = []
         for pid in host.pids():
             try:
@@ -188,33 +203,45 @@ class Postgres(Workload):
                     continue
             except OSError:
                 continue
-            where = cwd_of(pid) or ""
-            if not (where.startswith(mine) and "-pg" in where):
+            if cwd_inode(pid) not in mine:
                 out.append(pid)
         return out
 
     @staticmethod
     def remove(folders, keep=()):
-        """Kills what runs inside FOLDERS (and KEEP), removes the SysV
-        segments their clusters' postmaster.pid files name, then FOLDERS;
-        what it removed, in words."""
+        """Kills the cluster owner's processes working in FOLDERS (and
+        KEEP), each a held private.Private, by the inode of its folders
+        (never a path), removes the SysV segments their clusters'
+        postmaster.pid files name, then FOLDERS (while their names lead
+        to them); what it removed, in words."""
         said = []
-        roots = tuple(os.path.realpath(d) + os.sep for d in [*folders, *keep]
-                      if os.path.isdir(d))
-        if roots:
+        inodes = set()
+        for held in [*folders, *keep]:
+            inodes |= {held.id, *(i for i in map(held.inode_of, CLUSTER_FOLDERS) if i)}
+        owner = cluster_owner_uid()
+        if inodes:
             said += [str(pid) for pid in host.kill_all(
-                lambda pid, _f: ((cwd_of(pid) or "/") + os.sep).startswith(roots))]
-        for pidfile in (f for r in roots for f in glob.glob(os.path.join(r, "*", PG_PIDFILE))):
-            seg = shm_of(pidfile)
+                lambda pid, _f: uid_of(pid) == owner and cwd_inode(pid) in inodes)]
+        for held, d in ((h, d) for h in [*folders, *keep] for d in CLUSTER_FOLDERS[1:]):
+            seg = shm_of(held.fd, f"{d}/{PG_PIDFILE}")
             if seg and shm_free(*seg):
                 try:
                     subprocess.run(["ipcrm", "-m", str(seg[1])], check=True, capture_output=True)
                     said.append(f"shared memory segment {seg[1]}")
                 except (OSError, subprocess.CalledProcessError):
                     pass
-        for d in folders:
-            shutil.rmtree(d, ignore_errors=True)
+        for held in folders:
+            if not held.remove():
+                said.append(f"not {held.path}: its name leads elsewhere now")
         return said
+
+
+_TEMPLATES = {}  # {a kit's scratch: (held, its pg)}: the template cluster, made once a kit
+_RUNS = {}  # {a run's scratch: (held, its pg)}: the run's cluster
+PG_DIR = "pg"  # inside a cluster's folder: the owner's, with data/ and the socket
+# where a cluster's processes work: pg (initdb, cp), its data (the server and
+# its backends), a template's half-made one (pgbench.py)
+CLUSTER_FOLDERS = (PG_DIR, f"{PG_DIR}/data", f"{PG_DIR}/building")
 
 
 def cluster_root():
@@ -242,18 +269,28 @@ PG_PIDFILE = "postmaster.pid"
 PG_BIN = "/usr/lib/postgresql/15/bin"
 
 
-def cwd_of(pid):
+def cwd_inode(pid):
+    """(dev, ino) of PID's working folder, or None."""
     try:
-        return os.readlink(f"/proc/{pid}/cwd")
+        st = os.stat(f"/proc/{pid}/cwd")
+        return st.st_dev, st.st_ino
     except OSError:
         return None
 
 
-def shm_of(pidfile):
+def uid_of(pid):
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def shm_of(dir_fd, pidfile):
     """(key, id) of the SysV shared memory that a postmaster.pid names (its
-    7th line, "KEY ID"), or None."""
+    7th line, "KEY ID"), PIDFILE read relative to DIR_FD, or None."""
     try:  # a plain file only, read whole but bounded (never a FIFO's open, /dev/zero's read)
-        fd = os.open(pidfile, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(pidfile, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dir_fd)
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return None

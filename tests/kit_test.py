@@ -160,6 +160,10 @@ def tracing_state():
                            for f in glob.glob(os.path.join(host.SHM, pat)))
     with open("/proc/sysvipc/shm") as f:
         s["shm"] = sorted(" ".join(ln.split()[:2]) for ln in f.readlines()[1:])
+    # the kits registered in root's state (kitstate.py): none left by a kit
+    # that ended, in any way but SIGKILL
+    import kitstate
+    s["kit state"] = sorted(os.listdir(kitstate.STATE)) if os.path.isdir(kitstate.STATE) else []
     return s
 
 

@@ -23,6 +23,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import debpkgs  # noqa: E402
 import host  # noqa: E402
 import kitlock  # noqa: E402
 import lava  # noqa: E402
@@ -55,7 +56,7 @@ def packages():
 
 def installed(pkgs):
     """Those of PKGS dpkg has installed (none where dpkg is not here:
-    host.install then says what it cannot do)."""
+    debpkgs.install then says what it cannot do)."""
     try:
         r = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\n", *pkgs],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -77,7 +78,7 @@ def main(argv):
     missing = [x for x in want if x not in have]
     if missing and os.geteuid() == 0 and not a.no_install:
         kitlock.lock("test", params.from_env("LOCK_WAIT_S"))  # apt-get while no other kit runs (as make run installs)
-    host.install("test", missing, a.no_install)
+    debpkgs.install("test", missing, a.no_install)
     return 0
 
 

@@ -3,6 +3,7 @@ tracing state left exactly as it was, including what a dead tracer left."""
 import glob
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -676,20 +677,32 @@ class OneAtATimeAsRoot(unittest.TestCase):
 class KilledKit(StateTest):
     """What a kit killed by SIGKILL left (its uprobe events and tracing
     instances, make lifecycle's group, a PostgreSQL cluster's folder with
-    a server still running in it, its scratch folder) is removed by the
-    next kit at its start, which says so in one line; the same names of a
-    kit still alive, a name the kit does not make whole, and a link
-    another user planted under a kit's name (to a folder with a process
-    in it) are not touched."""
+    a server still running in it, its scratch folder, a tracer it started
+    by path) is removed by the next kit at its start, which says so in one
+    line.  A dead kit is one that registered itself in root's state
+    (kitstate.py) and whose process (pid and start time) is gone: the same
+    names of a kit still alive, of a kit that never registered (a user's
+    `kitface_1`), a name the kit does not make whole, and a link or a
+    folder another user planted under a dead kit's name (with a process
+    in what it leads to) are not touched."""
+
+    OTHER = 65534  # nobody
 
     def test_the_next_kit_sweeps_them(self):
         need_root(self)
+        import kitstate
         from tracers import tracefs
         from elfinfo import Elf
         dead = subprocess.Popen(["true"])
         dead.wait()
         self.assertFalse(os.path.exists(f"/proc/{dead.pid}"))
         live, kid = os.getpid(), leftovers.kit_id(dead.pid)
+        # the dead kit as it registered itself (its start time no longer
+        # any process's), and a live one: this test's own process
+        kitstate.write(kid, {"pid": dead.pid, "start": "1", "pidns": kitstate.pid_ns(),
+                             "tracers": []})
+        kitstate.write(leftovers.kit_id(live), {"pid": live, "start": kitstate.start_time(live),
+                                                "pidns": kitstate.pid_ns(), "tracers": []})
         target = build("sdt")
         elf = Elf(target)
         off = elf.file_offset(elf.symbol("single_trace"))
@@ -699,13 +712,17 @@ class KilledKit(StateTest):
         groups = {"dead": leftovers.run_tag(kid, 1),
                   "dead lifecycle": leftovers.lifecycle_group(dead.pid),
                   "live": leftovers.run_tag(leftovers.kit_id(live), 1),
-                  "not the kit's": f"user{kid}_1", "not whole": f"kit{kid}_1x"}
+                  "not the kit's": f"user{kid}_1", "not whole": f"kit{kid}_1x",
+                  "a user's kitface": "kitface_1"}
         shm = workloads.cluster_root()
+        owner = workloads.cluster_owner_uid()
         folders = {"dead": os.path.join(shm, f"{groups['dead']}-abcd_123-pg"),
                    "live": os.path.join(shm, f"{groups['live']}-abcd_123-pg"),
                    "scratch": os.path.join(host.BUILD, leftovers.scratch_prefix(kid) + "x")}
         planted = os.path.join(shm, f"{leftovers.run_tag(kid, 2)}-abcd_123-pg")
+        theirs_folder = os.path.join(shm, f"{leftovers.run_tag(kid, 3)}-abcd_123-pg")
         theirs = tempfile.mkdtemp()
+        os.chown(theirs, self.OTHER, self.OTHER)
         procs = {}
         try:
             for g in groups.values():
@@ -713,21 +730,39 @@ class KilledKit(StateTest):
                 os.mkdir(os.path.join(t, "instances", g))
                 tracefs.write(os.path.join(t, "instances", g, "events", g, "enable"), "1")
             for d in folders.values():
-                os.mkdir(d, 0o700)  # as the kit makes them
+                os.mkdir(d, 0o711)  # as the kit makes them
+            data = os.path.join(folders["dead"], workloads.PG_DIR, "data")
+            os.makedirs(data)
+            os.chown(os.path.dirname(data), owner, owner)
+            os.chown(data, owner, owner)
             os.symlink(theirs, planted)
-            # the dead kit's cluster's server, running on in its folder; and
-            # a process in the folder another user's link points at
-            for k, cwd in (("server", folders["dead"]), ("theirs", theirs)):
-                procs[k] = subprocess.Popen(["sleep", "300"], cwd=cwd, start_new_session=True)
+            os.mkdir(theirs_folder, 0o700)
+            os.chown(theirs_folder, self.OTHER, self.OTHER)
+            # the dead kit's cluster's server, running on in its folder, as
+            # its owner; a process in the folder another user's link points
+            # at, and one in another user's folder under a dead kit's name;
+            # the dead kit's tracer (its registered pid and start time)
+            for k, cwd, uid in (("server", data, owner), ("theirs", theirs, self.OTHER),
+                                ("their folder's", theirs_folder, self.OTHER),
+                                ("tracer", "/", 0)):
+                procs[k] = subprocess.Popen(["sleep", "300"], cwd=cwd, start_new_session=True,
+                                            user=uid)
+            kitstate.write(kid, {"pid": dead.pid, "start": "1", "pidns": kitstate.pid_ns(),
+                                 "tracers": [[procs["tracer"].pid,
+                                              kitstate.start_time(procs["tracer"].pid)]]})
             with tempfile.TemporaryDirectory() as res:
                 r = kit(["--quick", "1", "--threads", "1", "--configs", "baseline"], res)
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
             self.assertTrue(wait_for(lambda: procs["server"].poll() is not None, 30),
                             "the dead kit's cluster server runs on")
             self.assertEqual(procs["server"].returncode, -signal.SIGKILL)
+            self.assertTrue(wait_for(lambda: procs["tracer"].poll() is not None, 30),
+                            "the dead kit's tracer runs on")
+            self.assertEqual(procs["tracer"].returncode, -signal.SIGTERM)
             said = [ln for ln in r.stderr.splitlines() if f"(pid {dead.pid})" in ln]
             self.assertEqual(len(said), 1, r.stderr[-2000:])
             self.assertIn(f"run: removed what a kit that is gone (pid {dead.pid}) left: ", said[0])
+            self.assertIn(f"its tracers still running (pids {procs['tracer'].pid})", said[0])
             for k in ("dead", "dead lifecycle"):
                 self.assertIn(f"uprobe {groups[k]}/{groups[k]}_single_trace", said[0])
                 self.assertIn(f"tracing instance {groups[k]}", said[0])
@@ -737,16 +772,21 @@ class KilledKit(StateTest):
             self.assertFalse(os.path.exists(folders["dead"]))
             self.assertIn(f"build/{os.path.basename(folders['scratch'])}", said[0])
             self.assertFalse(os.path.exists(folders["scratch"]))
-            for k in ("live", "not the kit's", "not whole"):
+            for k in ("live", "not the kit's", "not whole", "a user's kitface"):
                 self.assertTrue(tracefs.uprobe_defined(groups[k], f"{groups[k]}_single_trace"))
                 self.assertTrue(os.path.isdir(os.path.join(t, "instances", groups[k])))
                 self.assertNotIn(f" {groups[k]}", said[0])
             self.assertTrue(os.path.isdir(folders["live"]))
             self.assertTrue(os.path.islink(planted))
-            self.assertIsNone(procs["theirs"].poll(), "a process another user's link leads "
-                              "to was killed")
+            self.assertTrue(os.path.isdir(theirs_folder))
+            for k in ("theirs", "their folder's"):
+                self.assertIsNone(procs[k].poll(), f"a process in {k} folder was killed")
+            self.assertNotIn(kid, os.listdir(kitstate.STATE), "the dead kit is not forgotten")
         finally:
-            self.clean(procs, groups, t, [*folders.values(), planted, theirs], mount)
+            kitstate.forget(kid)
+            kitstate.forget(leftovers.kit_id(live))
+            self.clean(procs, groups, t, [*folders.values(), planted, theirs_folder, theirs],
+                       mount)
 
     @staticmethod
     def clean(procs, groups, t, paths, mount):
@@ -758,7 +798,7 @@ class KilledKit(StateTest):
                                                           f"{g}/{g}_single_trace"),
                       lambda g=g: tracefs.remove_uprobe(g, f"{g}_single_trace")]
         steps += [lambda d=d: os.unlink(d) if os.path.islink(d) else
-                  os.path.isdir(d) and os.rmdir(d) for d in paths]
+                  os.path.isdir(d) and shutil.rmtree(d) for d in paths]
         steps.append(mount.release)
         for step in steps:
             try:

@@ -226,6 +226,35 @@ class Planted(unittest.TestCase):
                 self.assertRegex(row["reason"], bad + " is not the connecting user's alone")
 
 
+    def test_a_parent_another_user_may_write(self):
+        """FLEET_ROOT's own folder is root's, but a folder above it may be
+        written by anyone (0777, not sticky): that user could rename the
+        checked folder away and put theirs, with a GNUmakefile, in its
+        place before make runs.  Refused, naming the parent; nothing runs."""
+        need_root(self)
+        need_ansible(self)
+        with tempfile.TemporaryDirectory() as res, tempfile.TemporaryDirectory() as top, \
+                tempfile.NamedTemporaryFile("w", suffix=".yml") as inv:
+            shared = os.path.join(top, "shared")
+            os.mkdir(shared)
+            os.chmod(shared, 0o777)
+            root, marker = os.path.join(shared, "hosts"), os.path.join(top, "ran")
+            os.mkdir(root, 0o700)
+            self.plant(os.path.join(root, "local-a"), marker, mode=0o700)
+            inv.write("all:\n  hosts:\n    local-a:\n      ansible_connection: local\n"
+                      "      ansible_python_interpreter: /usr/bin/python3\n")
+            inv.flush()
+            r = fleet({"INVENTORY": inv.name, "FLEET_ROOT": root, "QUICK": "1"}, res)
+            self.assertEqual(r.returncode, 1, r.stderr[-3000:])
+            self.assertFalse(os.path.exists(marker), "the planted GNUmakefile ran")
+            (top_folder,) = glob.glob(os.path.join(res, "*-fleet"))
+            with open(os.path.join(top_folder, "fleet.json")) as f:
+                row = json.load(f)["hosts"]["local-a"]
+            self.assertEqual(row["status"], "failed", row)
+            self.assertRegex(row["reason"], rf"{re.escape(shared)} \(owner .*uid 0\), mode 0777\), "
+                             rf"above {re.escape(root)}(/local-a)?, may be written by others")
+
+
 class LocalTmps(unittest.TestCase):
     def test_each_local_host_without_its_own(self):
         """Each host on this machine whose variables name no remote_tmp gets

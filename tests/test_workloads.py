@@ -13,6 +13,7 @@ events and no other.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -228,6 +229,105 @@ class Postgres(StateTest):
                 c == "pgbench" for c in descendants(os.getpid()).values()),
                 "pgbench never started", stop)
             self.assertEqual(p.returncode, 130, out[-2000:])
+
+
+PLANTER = r"""
+import os, subprocess, sys
+# another local user (uid 65534): for each kit scratch folder named on
+# stdin, a link under the name the kit once gave its template cluster
+# (/dev/shm/<scratch>-pg-template) to a folder of its own, and a folder of
+# its own under that name with '_' (what a kit that takes a name already
+# there would use); a process of its own working in each
+shm, mine = sys.argv[1], sys.argv[2]
+procs = []
+for line in sys.stdin:
+    x = line.strip()
+    for name, link in ((x + "-pg-template", True), (x + "_-pg-template", False)):
+        where = os.path.join(mine, name)
+        os.mkdir(where, 0o700)
+        procs.append(subprocess.Popen(["sleep", "300"], cwd=where))
+        try:
+            os.symlink(where, os.path.join(shm, name)) if link else \
+                os.mkdir(os.path.join(shm, name), 0o711)
+        except OSError:
+            pass
+    print(" ".join(str(p.pid) for p in procs[-2:]), flush=True)
+"""
+
+
+class Planting(StateTest):
+    """Issue 56: another local user who sees the kit's scratch folder
+    appear in build/ plants, under the names the kit's PostgreSQL clusters
+    would take, a link to a folder of their own and a folder of their own,
+    each with a process of theirs working in it.  Root's postgres rows then
+    run as without it: no cluster inside their folders, none of their
+    processes killed, their names left as they made them."""
+    OTHER = 65534  # nobody
+
+    def test_a_planted_template_changes_nothing(self):
+        need_root(self)
+        need_postgres(self)
+        import host
+        import leftovers
+        import fnmatch
+        shm = workloads.cluster_root()
+        mine = tempfile.mkdtemp()
+        os.chmod(mine, 0o755)
+        theirs = os.path.join(mine, "theirs")
+        os.mkdir(theirs, 0o700)
+        os.chown(theirs, self.OTHER, self.OTHER)
+        before = set(os.listdir(host.BUILD))
+        planter = subprocess.Popen(["/usr/bin/python3", "-c", PLANTER, shm, theirs],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                   user=self.OTHER, group=self.OTHER, extra_groups=[],
+                                   cwd="/")
+        planted, sleepers = [], []
+        try:
+            with tempfile.TemporaryDirectory() as res:
+                p = start_kit(["--quick", "1", "--threads", "1", "--runs", "2", "--configs",
+                               "postgres-untraced"], res)
+                deadline = time.monotonic() + 120
+                while not planted and p.poll() is None and time.monotonic() < deadline:
+                    new = [n for n in set(os.listdir(host.BUILD)) - before
+                           if fnmatch.fnmatch(n, leftovers.SCRATCH_GLOB)]
+                    for n in new:
+                        planter.stdin.write(n + "\n")
+                        planter.stdin.flush()
+                        sleepers += [int(x) for x in planter.stdout.readline().split()]
+                        planted += [os.path.join(shm, n + "-pg-template"),
+                                    os.path.join(shm, n + "_-pg-template")]
+                    time.sleep(0.002)
+                out, _ = p.communicate(timeout=600)
+                self.assertTrue(planted, "the kit's scratch folder was never seen")
+                self.assertEqual(p.returncode, 0, out[-3000:])
+                rows, _ = rows_of(res)
+            timed = [x for x in rows if x["rep"] not in ("", "0")]
+            self.assertEqual(len(timed), 2, out[-2000:])
+            for row in timed:
+                self.assertEqual(row["status"], "ok", row["reason"])
+            for pid in sleepers:
+                self.assertTrue(os.path.exists(f"/proc/{pid}"), f"their process {pid} was killed")
+            for d in os.listdir(theirs):
+                self.assertEqual(os.listdir(os.path.join(theirs, d)), [],
+                                 f"the kit wrote into their folder {d}")
+            self.assertTrue(os.path.islink(planted[0]))
+            self.assertEqual(os.listdir(planted[1]), [], "the kit used their folder")
+            self.assertEqual(os.lstat(planted[1]).st_uid, self.OTHER)
+        finally:
+            planter.stdin.close()
+            planter.kill()
+            planter.wait()
+            for pid in sleepers:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            for x in planted:
+                if os.path.islink(x):
+                    os.unlink(x)
+                elif os.path.isdir(x):
+                    shutil.rmtree(x)
+            shutil.rmtree(mine, ignore_errors=True)
 
 
 class UserRows(StateTest):

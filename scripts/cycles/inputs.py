@@ -8,6 +8,7 @@ Nothing to run: scripts/lifecycle.py's wing.
 """
 import os
 
+import debpkgs
 import host
 import kitlock
 import leftovers
@@ -104,7 +105,7 @@ def prepare(args):
     the builds made; False (said) where a build the run needs is missing."""
     kitlock.lock("lifecycle", args.lock_wait_s)
     leftovers.sweep("lifecycle")  # a killed kit's, before anything is attached
-    host.install("lifecycle", sorted({p for t in args.tracers
+    debpkgs.install("lifecycle", sorted({p for t in args.tracers
                                       for p in BACKENDS[t].missing().values()}),
                  args.no_install)
     if not host.make_all("lifecycle"):

@@ -9,7 +9,8 @@ host's own apt sources; the host's apt state untouched),
 `apt-get source --download-only qemu=VERSION`, and qemu-plugin.h taken
 out of the upstream tarball.  Cached in build/lab/plugin/VERSION/, the
 plugin beside it named by the hash of what it is built from.  Needs
-root, gcc, dpkg-query and the host's Debian mirror.
+root, gcc, dpkg-query and the host's Debian mirror; and pkg-config and
+libglib2.0-dev where the header includes glib.h (10.0's does, 7.2's not).
 
 Nothing to run: guest/steps.py calls plugin() for WHERE=1.
 """
@@ -119,6 +120,22 @@ def header(version, log):
     return got
 
 
+def glib_cflags(h):
+    """gcc's flags for glib.h where the header H includes it, else none."""
+    with open(h) as f:
+        if "#include <glib.h>" not in f.read():
+            return []
+    try:
+        r = subprocess.run(["pkg-config", "--cflags", "glib-2.0"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    except OSError as e:
+        raise LabError(f"the plugin: its qemu-plugin.h includes glib.h: pkg-config: {e}") from e
+    if r.returncode:
+        raise LabError("the plugin: its qemu-plugin.h includes glib.h: wants libglib2.0-dev "
+                       f"({r.stderr.strip()})")
+    return r.stdout.split()
+
+
 def plugin(log):
     """(the plugin's shared object, the qemu source version it was built
     for), named by its source's hash (a changed source is a new build,
@@ -132,6 +149,7 @@ def plugin(log):
     so = os.path.join(os.path.dirname(h), f"where-{digest.hexdigest()[:12]}.so")
     if os.path.exists(so):
         return so, version
-    sh(["gcc", *CFLAGS, "-I", os.path.dirname(h), "-o", so + ".tmp", SOURCE], log)
+    sh(["gcc", *CFLAGS, *glib_cflags(h), "-I", os.path.dirname(h), "-o", so + ".tmp", SOURCE],
+       log)
     os.replace(so + ".tmp", so)
     return so, version

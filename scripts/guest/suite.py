@@ -23,6 +23,7 @@ import urllib.request
 import configs
 import record
 import workloads
+import debpkgs
 import host
 import leftovers
 from host import ROOT, say
@@ -126,7 +127,7 @@ def need_host_tools(no_install):
     missing = sorted({p for c, p in HOST_PACKAGES.items() if not shutil.which(c)})
     builds = host.build_needs()
     if missing or builds:
-        host.install("lab", sorted(set(missing) | builds), no_install)
+        debpkgs.install("lab", sorted(set(missing) | builds), no_install)
         missing = sorted({p for c, p in HOST_PACKAGES.items() if not shutil.which(c)})
     if missing:
         raise LabError(f"missing Debian packages: {' '.join(missing)}"

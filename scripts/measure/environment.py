@@ -22,15 +22,25 @@ from params import cpus
 
 
 def missing_packages(wanted_tracers, wanted_workloads=()):
-    """The Debian packages that what was asked for needs and this machine
-    lacks: the back-ends' (each says), the real programs' (workloads.py),
-    the builds' (make says), and matplotlib for the report's plots."""
-    pkgs = {p for t in wanted_tracers for p in tracers.get(t).missing().values()}
-    pkgs |= {p for w in wanted_workloads for p in workloads.get(w).missing()}
-    pkgs |= host.build_needs()
+    """{package: what is skipped without it} of the Debian packages that
+    what was asked for needs and this machine lacks: the back-ends' (each
+    says), the real programs' (workloads.py), the builds' (make says), and
+    matplotlib for the report's plots."""
+    costs = {}
+
+    def need(pkg, what):
+        costs[pkg] = f"{costs[pkg]}, {what}" if pkg in costs else what
+    for t in wanted_tracers:
+        for p in set(tracers.get(t).missing().values()):
+            need(p, f"the {t} rows")
+    for w in wanted_workloads:
+        for p in workloads.get(w).missing():
+            need(p, f"the {w}-* rows")
+    for p in sorted(host.build_needs()):
+        need(p, "the builds that need it (make list)")
     if not host.has_matplotlib("/usr/bin/python3"):
-        pkgs.add(host.MATPLOTLIB_PACKAGE)
-    return sorted(pkgs)
+        need(host.MATPLOTLIB_PACKAGE, "the report's plots")
+    return dict(sorted(costs.items()))
 
 
 def read(path):

@@ -20,8 +20,9 @@ import record
 import tracers
 import host
 import leftovers
+from private import Private
 import workloads
-from host import BUILD, ROOT, Interrupted
+from host import BUILD, ROOT, Interrupted, say
 from measure import paths
 from measure.supervise import Supervisor
 from params import DEFAULT_TIME_LIMIT, TIGHT, TIME_LIMIT_MARGIN
@@ -96,7 +97,8 @@ class Kit:
     def open(self):
         self.folder = record.Folder(self.args.results, unit=self.args.unit)
         os.makedirs(BUILD, exist_ok=True)
-        self.scratch = tempfile.mkdtemp(prefix=leftovers.scratch_prefix(self.id), dir=BUILD)
+        self.held = Private.make(BUILD, leftovers.scratch_prefix(self.id))  # (private.py)
+        self.scratch = self.held.path
         self.log = os.path.join(self.folder.logs, "kit.log")
 
     def close(self):
@@ -104,8 +106,8 @@ class Kit:
         if self.scratch:
             for w in workloads.WORKLOADS.values():
                 w.teardown(self.scratch)
-        if self.scratch:
-            shutil.rmtree(self.scratch, ignore_errors=True)
+        if self.scratch and not self.held.remove():
+            say(f"run: {self.scratch} now leads to a folder the kit did not make: left")
         if self.folder:
             self.folder.close()
 

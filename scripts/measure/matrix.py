@@ -12,6 +12,7 @@ import tempfile
 import time
 
 import configs
+import debpkgs
 import host
 import record
 import tracers
@@ -59,8 +60,8 @@ def prepare(args, wanted):
     if why:
         say(f"run: cannot write results under {args.results}: {why}; nothing was done")
         return 2
-    host.install("run", env.missing_packages(
-        wanted, sorted({c.workload for c in args.configs if c.workload})), args.no_install)
+    costs = env.missing_packages(wanted, sorted({c.workload for c in args.configs if c.workload}))
+    debpkgs.install("run", list(costs), args.no_install, costs)
     if not host.make_all("run"):
         return 1
     # Each back-end settles how it will run (SystemTap its runtime); one

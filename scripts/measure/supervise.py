@@ -92,14 +92,16 @@ class Supervisor:
         return rec, (rusage if rec else None), why
 
     def kill_child(self):
-        """Kills the run's whole session: the command, and whatever it
-        started, even if a tracer moved it to another process group or
-        died and left it to init (a target outliving a crashed stapbpf)."""
+        """Kills the run's whole session and the tree below the command,
+        by pid: the command, and whatever it started, even if a tracer
+        moved it to another process group or died and left it to init (a
+        target outliving a crashed stapbpf), or it started it in a session
+        of its own (a PostgreSQL backend: setsid)."""
         c = self.child
         if c is None:
             return
         for _ in range(KILL_TRIES):
-            left = session_members(c.pid)
+            left = run_members(c.pid)
             for pid in left:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -181,9 +183,22 @@ class Supervisor:
                         f"{os.path.basename(binary)}: {' '.join(removed)}")
 
 
-def session_members(sid):
-    """Pids of the live processes in session SID (zombies excluded)."""
-    return [pid for pid, fields in live() if int(fields[3]) == sid]
+def run_members(sid):
+    """Pids of the live processes (zombies excluded) in session SID and
+    below any of them, from one look at /proc (a tree is killed whole
+    before its children are left to init)."""
+    procs = live()
+    kids = {}
+    for pid, fields in procs:
+        kids.setdefault(int(fields[1]), []).append(pid)
+    out = [pid for pid, fields in procs if int(fields[3]) == sid]
+    todo = list(out)
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            if k not in out:
+                out.append(k)
+                todo.append(k)
+    return out
 
 
 def explain(log, noise=()):

@@ -37,6 +37,7 @@ import signal
 import subprocess
 
 import host
+import kitstate
 
 POLL_S = 0.002  # between two reads of every site (and of a tracer's log)
 LIVE_LIMIT_S = 600  # s from a tracer's start to its probes live: past it the row fails
@@ -123,6 +124,7 @@ class Process:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                          start_new_session=True, env=env, cwd=cwd,
                                          preexec_fn=host.default_signals)
+            kitstate.tracer(self.proc.pid)  # (a SIGKILLed kit's: stopped by the next)
         host.check_signalled()
 
     def said(self):

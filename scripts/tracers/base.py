@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 
 import host
+import kitstate
 from record import Events  # noqa: F401  (what events() returns)
 
 TOOL_TIMEOUT_S = 120  # a tracer's command that sets up or tears down
@@ -168,6 +169,7 @@ class Tracer:
                 raise TracerError(f"{cmd[0]}: {e.strerror}")
             live = run.state.live = Live(p, out)
             run.pids.add(p.pid)
+            kitstate.tracer(p.pid)  # (a SIGKILLed kit's: stopped by the next, leftovers.py)
         deadline = time.monotonic() + timeout
         while not ready(live):
             host.check_signalled()

@@ -11,6 +11,7 @@ import tempfile
 import time
 
 from elfinfo import Elf
+from private import Private
 from .base import TracerError
 
 CANDIDATES = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
@@ -81,7 +82,8 @@ def private():
     if t or os.geteuid() != 0 or not can_mount():
         yield t
         return
-    d = tempfile.mkdtemp(prefix="kit-tracefs-")
+    held = Private.make(tempfile.gettempdir(), "kit-tracefs-")  # (private.py)
+    d = held.path
     try:
         ok = subprocess.run(["mount", "-t", "tracefs", "nodev", d], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL).returncode == 0
@@ -92,7 +94,9 @@ def private():
     finally:
         if ok:
             subprocess.run(["umount", d], stderr=subprocess.DEVNULL)
-        os.rmdir(d)
+        if held.same():  # (rmdir, never rmtree: a mount that stayed is not emptied)
+            os.rmdir(d)
+        held.close()
 
 
 def write(path, text):

@@ -8,7 +8,8 @@
  * Built by scripts/guest/plugin.py against the qemu-plugin.h of Debian's
  * qemu *source* package of the host's own qemu (Debian ships no plugin
  * and no header); loaded by make lab WHERE=1 (scripts/lab.py).  Needs one
- * vCPU (the lab's -icount guests have one): the counters are plain adds.
+ * vCPU (the lab's -icount guests have one): the counters are plain adds
+ * (on newer qemus a scoreboard's, see `counter').
  *
  * The windows.  The target (src/benchmark.c, kit_window_id and KIT_MARK)
  * executes, around its timed loop, the 7-byte nops of window.h that
@@ -37,10 +38,79 @@
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
-/* One kernel address's counter.  Slots never move (the inline adds hold
- * their addresses); the index that finds them is rebuilt as it grows. */
+/* Out of memory while translating: qemu cannot go on counting honestly. */
+static void fail(const char *what)
+{
+	fprintf(stderr, "where.so: %s\n", what);
+	exit(1);
+}
+
+/* The two plugin APIs, by the header's QEMU_PLUGIN_VERSION: 1 in qemu 7.2
+ * (Debian 12), 4 in 10.0 (Debian 13).  Version 2 took away the inline add
+ * to a plain uint64_t: an inline op adds to a scoreboard, one u64 per vCPU,
+ * read back as their sum (here the one vCPU's count).  Version 3 made
+ * qemu_plugin_insn_data copy the bytes out instead of lending a pointer.
+ * counter_new, count_insn and counted hide the first; insn_bytes (the
+ * version 3 call) the second. */
+#if QEMU_PLUGIN_VERSION < 2
+typedef uint64_t counter;
+
+static void counter_new(counter *c)
+{
+	*c = 0;
+}
+
+static void count_insn(struct qemu_plugin_insn *insn, counter *c)
+{
+	qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, c, 1);
+}
+
+static uint64_t counted(const counter *c)
+{
+	return *c;
+}
+#else
+typedef qemu_plugin_u64 counter;
+
+static void counter_new(counter *c)
+{
+	struct qemu_plugin_scoreboard *score = qemu_plugin_scoreboard_new(sizeof(uint64_t));
+
+	if (!score)
+		fail("out of memory");
+	*c = qemu_plugin_scoreboard_u64(score);
+}
+
+static void count_insn(struct qemu_plugin_insn *insn, counter *c)
+{
+	qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(insn, QEMU_PLUGIN_INLINE_ADD_U64, *c,
+							    1);
+}
+
+static uint64_t counted(const counter *c)
+{
+	return qemu_plugin_u64_sum(*c);
+}
+#endif
+#if QEMU_PLUGIN_VERSION < 3
+static size_t insn_bytes(const struct qemu_plugin_insn *insn, void *dest, size_t len)
+{
+	size_t n = qemu_plugin_insn_size(insn);
+
+	n = n < len ? n : len;
+	memcpy(dest, qemu_plugin_insn_data(insn), n);
+	return n;
+}
+#else
+#define insn_bytes qemu_plugin_insn_data
+#endif
+
+/* One kernel address's counter.  Slots never move (the inline adds of API
+ * 1 hold their addresses); the index that finds them is rebuilt as it
+ * grows. */
 struct slot {
-	uint64_t vaddr, count, base;
+	uint64_t vaddr, base;
+	counter count;
 };
 
 #define CHUNK 65536
@@ -48,17 +118,11 @@ static struct slot **chunks;
 static size_t nslots, nchunks;
 static struct slot **index_of; /* open addressing, size a power of two */
 static size_t index_size;
-static uint64_t user_count, user_base;
+static counter user_count;
+static uint64_t user_base;
 static FILE *out;
 static int in_window;
 static uint64_t id_bits, window_id, nwindows, noverlaps, nmarks, nerrors;
-
-/* Out of memory while translating: qemu cannot go on counting honestly. */
-static void fail(const char *what)
-{
-	fprintf(stderr, "where.so: %s\n", what);
-	exit(1);
-}
 
 /* A write to the output that failed is counted, and said at exit. */
 static void wrote(int rc)
@@ -103,6 +167,7 @@ static struct slot *slot_of(uint64_t vaddr)
 	s = &chunks[nslots / CHUNK][nslots % CHUNK];
 	nslots++;
 	s->vaddr = vaddr;
+	counter_new(&s->count);
 	if (2 * nslots > index_size) { /* keep the index at most half full */
 		free(index_of);
 		index_size = index_size ? 2 * index_size : 4096;
@@ -128,9 +193,9 @@ static void window_open(void)
 	for (k = 0; k < nslots; k++) {
 		struct slot *s = &chunks[k / CHUNK][k % CHUNK];
 
-		s->base = s->count;
+		s->base = counted(&s->count);
 	}
-	user_base = user_count;
+	user_base = counted(&user_count);
 	window_id = id_bits;
 	nmarks = 0;
 	in_window = 1;
@@ -147,16 +212,16 @@ static void window_close(void)
 	for (k = 0; k < nslots; k++) {
 		struct slot *s = &chunks[k / CHUNK][k % CHUNK];
 
-		kernel += s->count - s->base;
+		kernel += counted(&s->count) - s->base;
 	}
 	wrote(fprintf(out, "window %" PRIu64 " user %" PRIu64 " kernel %" PRIu64 " marks %" PRIu64
-		      "\n", window_id, user_count - user_base, kernel, nmarks));
+		      "\n", window_id, counted(&user_count) - user_base, kernel, nmarks));
 	for (k = 0; k < nslots; k++) {
 		struct slot *s = &chunks[k / CHUNK][k % CHUNK];
+		uint64_t n = counted(&s->count) - s->base;
 
-		if (s->count != s->base)
-			wrote(fprintf(out, "%" PRIx64 " %" PRIu64 "\n", s->vaddr,
-				      s->count - s->base));
+		if (n)
+			wrote(fprintf(out, "%" PRIx64 " %" PRIu64 "\n", s->vaddr, n));
 	}
 	wrote(fprintf(out, "end\n"));
 	wrote(fflush(out) ? -1 : 0);
@@ -200,19 +265,21 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	for (i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
 		uint64_t va = qemu_plugin_insn_vaddr(insn);
+		size_t len = qemu_plugin_insn_size(insn);
+		unsigned char b[7]; /* a mark's length */
 		int mark;
 
 		if (va >> 63) {
-			qemu_plugin_register_vcpu_insn_exec_inline(
-				insn, QEMU_PLUGIN_INLINE_ADD_U64, &slot_of(va)->count, 1);
+			count_insn(insn, &slot_of(va)->count);
 			continue;
 		}
-		qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64,
-							   &user_count, 1);
-		mark = mark_of(qemu_plugin_insn_data(insn), qemu_plugin_insn_size(insn));
+		mark = len == sizeof(b) && insn_bytes(insn, b, len) == len ? mark_of(b, len) : -1;
 		if (mark >= 0)
 			qemu_plugin_register_vcpu_insn_exec_cb(insn, on_mark, QEMU_PLUGIN_CB_NO_REGS,
 							       (void *)(uintptr_t)mark);
+		/* After the mark: qemu 7.2 runs an instruction's callbacks before its
+		 * inline ops whatever the order, 10.0 in the order registered. */
+		count_insn(insn, &user_count);
 	}
 }
 
@@ -249,6 +316,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 		perror(path);
 		return -1;
 	}
+	counter_new(&user_count);
 	fprintf(out, "# where.so: guest kernel instructions by address, inside the target's "
 		     "timed loop\n");
 	qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
