@@ -109,6 +109,7 @@ STAP_BY_PATH = "stp/mark-by-path.stp"  # the stap rows' script, by path
 BASELINE = "baseline"
 PYTHON_BASELINE = "python-untraced"  # the python-* rows' own
 PG_BASELINE = "postgres-untraced"  # the postgres-* rows' own
+PYGC_BASELINE = "python-gc-untraced"  # the python-gc-* rows' own
 USER_BASELINE = "user-untraced"  # the user-* rows' own
 
 
@@ -295,6 +296,28 @@ CONFIGS = [
       attach="running", semaphores=("function__entry", "line"),
       description="stap -x PID, process.mark(\"function__entry\") { count } (stp/"
                   "python-entry.stp); both semaphores raised through /proc/PID/mem"),
+
+    # The release's own CPython (workloads.py's pygc: 3.11 on Debian 12, 3.13
+    # on 13): 3.12 dropped function__entry and the line markers, so these rows
+    # probe gc__start, which every CPython since 3.6 keeps, under a workload
+    # whose every call is one collection (calls.py --gc); its semaphore is
+    # raised as the python-* rows' are (SystemTap's bpf runtime raises none).
+    C(PYGC_BASELINE, "pygc", "none", workload="pygc", marker="gc__start",
+      baseline=PYGC_BASELINE, attach="running",
+      description="the release's CPython, ITER calls of gc.collect(0) a thread; nothing "
+                  "raised"),
+    *[C(f"python-gc-{t}", "pygc", t, "marker-semaphore", "count", mode, workload="pygc",
+        marker="gc__start", baseline=PYGC_BASELINE, attach="running",
+        description=f"{how} at python:gc__start, the target's process")
+      for t, mode, how in (("ftrace", "", "uprobe_events probe (the kernel raising its "
+                                          "semaphore), events of the target's pid"),
+                           ("bpftrace", "", "bpftrace -p PID, usdt { count }"),
+                           ("perf", "stat", "perf stat -p PID"))],
+    C("python-gc-stap", "pygc", "stap", "marker", "count", script="stp/python-gc.stp",
+      workload="pygc", marker="gc__start", baseline=PYGC_BASELINE, attach="running",
+      semaphores=("gc__start",),
+      description="stap -x PID, process.mark(\"gc__start\") { count } (stp/python-gc.stp); "
+                  "its semaphore raised through /proc/PID/mem"),
 
     # PostgreSQL 15 (workloads.py): a throwaway cluster, pgbench's clients
     # (THREADS) each running ITER transactions; probes by path, on every

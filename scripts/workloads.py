@@ -388,6 +388,9 @@ class Python(Workload):
 
 
 PYTHON = "/usr/bin/python3.11"  # Debian's, with its markers (not a pyenv build)
+# The release's own CPython, whatever its version (3.11 on Debian 12, 3.13 on
+# 13, 3.14 in sid): the gc markers every one of them still has.
+PYTHON3 = os.path.realpath("/usr/bin/python3")
 WORKLOADS = {w.name: w for w in (
     Python("python", PYTHON, (PYTHON, "-I", "-S", os.path.join(ROOT, "src", "workloads",
                                                                   "calls.py")),
@@ -399,6 +402,15 @@ WORKLOADS = {w.name: w for w in (
                      "returning or one of a thread's work() and the main module's",
              threads_are="a thread's wall time a call: the GIL's turns", serial=True,
              in_lab=True),
+    Python("pygc", PYTHON3, (PYTHON3, "-I", "-S", os.path.join(ROOT, "src", "workloads",
+                                                                "calls.py"), "--gc"),
+           "python", "python3-minimal",
+           "the release's own CPython (/usr/bin/python3: 3.11 on Debian 12, 3.13 on 13), each "
+           "thread calling gc.collect(0) ITER times (src/workloads/calls.py --gc)",
+           counted="each thread's collections by its own count: automatic collection is off "
+                   "and none runs at exit, so every gc__start and gc__done past the gate is "
+                   "one of them",
+           threads_are="a thread's wall time a call: the GIL's turns", serial=True),
     Postgres("postgres", os.path.join(PG_BIN, "postgres"),
              (sys.executable, os.path.join(ROOT, "src", "workloads", "pgbench.py")),
              "postgresql", "postgresql-15",

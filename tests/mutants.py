@@ -139,6 +139,8 @@ MUTANTS = [
      "    calls = 0\n    for _ in range(n):\n        calls += leaf(1)",
      "    calls = n\n    for _ in range(n - 1):\n        leaf(1)",
      ["Python.test_each_tracer_counts_every_call"]),
+    ("the gc workload letting the interpreter collect at exit", "src/workloads/calls.py",
+     "    os._exit(0)", "    pass", ["PythonGc.test_each_tracer_counts_every_collection"]),
     ("the runner forgetting a real program's semaphores", "scripts/measure/kit.py",
      "                if cfg.semaphores:\n", "                if False:\n",
      ["Python.test_each_tracer_counts_every_call"]),

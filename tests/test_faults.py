@@ -10,8 +10,8 @@ import tempfile
 import time
 import unittest
 
-from kit_test import (ROOT, RUN_PY, SCRIPTS, StateTest, build, kill_during, kit, need_root,
-                      need_tracer, pids_of, rows_of, run, start_kit, tracing_state, unavailable,
+from kit_test import (ROOT, RUN_PY, SCRIPTS, StateTest, build, descendants, kill_during, kit,
+                      need_root, need_tracer, pids_of, rows_of, run, start_kit, tracing_state, unavailable,
                       wait_for)
 import configs
 import elfinfo
@@ -787,6 +787,51 @@ class KilledKit(StateTest):
             kitstate.forget(leftovers.kit_id(live))
             self.clean(procs, groups, t, [*folders.values(), planted, theirs_folder, theirs],
                        mount)
+
+    def test_a_killed_kits_bpftrace_is_stopped_by_the_next(self):
+        """A kit SIGKILLed while its bpftrace on a path (a user-* row) runs:
+        that bpftrace would trace every later run of the file unseen.  The
+        next kit stops it at its start (SIGTERM: it detaches as on Ctrl-C)
+        and says so."""
+        need_tracer(self, "bpftrace")
+        target = build("sdt")
+        with tempfile.TemporaryDirectory() as res, tempfile.TemporaryDirectory() as res2:
+            p = start_kit(["--threads", "1", "--iter", "1", "--runs", "1", "--max-run-s", "0",
+                           "--target", target, "--probe", "benchmark:single_trace",
+                           "--workload", f"{target} --threads 1 --iterations 3000000000 --quiet",
+                           "--configs", "user-bpftrace"], res, session=True)
+            left = {}
+            try:
+                self.assertTrue(wait_for(lambda: "bpftrace" in descendants(p.pid).values(), 120),
+                                "bpftrace never started")
+                left = descendants(p.pid)
+                (bt,) = [pid for pid, c in left.items() if c == "bpftrace"]
+                os.kill(p.pid, signal.SIGKILL)
+                p.communicate()
+                for pid, c in left.items():  # the held workload: the test's to end
+                    if c != "bpftrace":
+                        try:
+                            os.kill(pid, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                self.assertTrue(os.path.exists(f"/proc/{bt}"), "bpftrace died with its kit")
+                r = kit(["--quick", "1", "--threads", "1", "--configs", "baseline"], res2)
+                self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+                self.assertTrue(wait_for(lambda: not os.path.exists(f"/proc/{bt}")
+                                         or open(f"/proc/{bt}/stat").read().split()[2] == "Z",
+                                         30), "the killed kit's bpftrace runs on")
+                said = [ln for ln in r.stderr.splitlines() if f"(pid {p.pid})" in ln]
+                self.assertEqual(len(said), 1, r.stderr[-2000:])
+                self.assertIn(f"its tracers still running (pids {bt})", said[0])
+            finally:
+                if p.poll() is None:
+                    os.kill(p.pid, signal.SIGKILL)
+                    p.communicate()
+                for pid in left:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
 
     @staticmethod
     def clean(procs, groups, t, paths, mount):

@@ -3,6 +3,10 @@ each of THREADS interpreter threads makes ITERATIONS Python function calls
 (of a one-line function, past a start gate), and the
 script prints the kit's target record (kit-target-record/1, the fields
 src/benchmark.c prints) with each thread's calls by its own count.
+With --gc each call also runs gc.collect(0) (automatic collection off, no
+collection at exit), so that gc__start and gc__done fire once a call: the
+markers CPython 3.12+ still has (3.12 dropped function__entry and the
+line markers; Debian 13's python3 is 3.13).
 
     /usr/bin/python3.11 -I -S src/workloads/calls.py --threads 1 --iterations 1000000 [--hold]
 
@@ -25,10 +29,17 @@ import resource
 import sys
 import time
 
-USAGE = "usage: calls.py --threads N --iterations N [--hold] [--quiet] [--pin]"
+USAGE = "usage: calls.py --threads N --iterations N [--hold] [--quiet] [--pin] [--gc]"
 
 
 def leaf(i):
+    return i
+
+
+def collect(i):
+    # --gc: one collection of the youngest generation a call, each firing
+    # gc__start and gc__done once (automatic collection is off)
+    gc.collect(0)
     return i
 
 
@@ -45,7 +56,7 @@ def work(k, n, gate, ready, results, done):
     c0 = time.thread_time_ns()
     calls = 0
     for _ in range(n):
-        calls += leaf(1)
+        calls += step(1)
     t1 = time.monotonic_ns()
     c1 = time.thread_time_ns()
     r1 = resource.getrusage(resource.RUSAGE_THREAD)
@@ -57,8 +68,12 @@ def work(k, n, gate, ready, results, done):
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # (-I leaves it out)
 import driver  # noqa: E402  (before the gate: no probe counts its calls)
-opts, hold = driver.parse(sys.argv[1:], "calls.py", USAGE, flags=("--pin",))
+opts, hold = driver.parse(sys.argv[1:], "calls.py", USAGE, flags=("--pin", "--gc"))
 threads, iterations, pin = opts["--threads"], opts["--iterations"], opts.get("--pin", False)
+step = collect if opts.get("--gc") else leaf
+if step is collect:
+    import gc
+    gc.disable()
 allowed = sorted(os.sched_getaffinity(0))
 with open("/proc/self/maps", "rb") as f:
     f.read()  # (its own code's first run: before the gate, as the read after the run is not)
@@ -100,7 +115,13 @@ sys.stdout.write(
     '"pinned":%s,"clock":"CLOCK_MONOTONIC","wall_ns":%d,"process_user_ns":%d,'
     '"process_sys_ns":%d,"rate":"max","pacing":null,"machine_busy_ns":null,'
     '"proc_stat_busy_ns":null,"fork":null,"machine_source":"","uprobe_maps":[%s],'
-    '"per_thread":[%s],"fired":{"function__entry":%d,"function__return":%d}}\n'
+    '"per_thread":[%s],"fired":{%s}}\n'
     % (os.getpid(), threads, iterations, "true" if pin else "false", end - start,
-       int(me.ru_utime * 1e9), int(me.ru_stime * 1e9), ",".join(seen),
-       ",".join(per), total, total + threads + 1))
+       int(me.ru_utime * 1e9), int(me.ru_stime * 1e9), ",".join(seen), ",".join(per),
+       '"gc__start":%d,"gc__done":%d' % (total, total) if step is collect else
+       '"function__entry":%d,"function__return":%d' % (total, total + threads + 1)))
+if step is collect:
+    # (the interpreter's own collections at exit would fire gc__start past
+    # the count: none are run)
+    sys.stdout.flush()
+    os._exit(0)
