@@ -120,6 +120,9 @@ class Kit:
         w = workloads.get(cfg.workload) if cfg.workload else None
         if w and iterations > w.max_iter:  # a transaction, not a call: QUICK's ITER, say
             iterations, sized_by = w.max_iter, f"{sized_by}, at most {w.name}'s {w.max_iter}"
+        cap = rate == TIGHT and tracer.max_iter(cfg, threads)  # a tracer's known limit
+        if cap and iterations > cap[0]:
+            iterations, sized_by = cap[0], f"{sized_by}, {cap[1]}".lstrip(", ")
         if rate != TIGHT:
             iterations = max(1, rate * round(self.args.duration * 1000) // 1000)
             sized_by = f"RATE={rate} x DURATION={self.args.duration:g} s"

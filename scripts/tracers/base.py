@@ -113,6 +113,11 @@ class Tracer:
         """Why this one configuration cannot run here, or None."""
         return None
 
+    def max_iter(self, cfg, threads):
+        """(the most calls a thread that this tracer keeps up with, why) for
+        CFG at THREADS, where it has a known limit; None where it has none."""
+        return None
+
     def path_problem(self, path):
         """Why this tracer's probe spec cannot hold the program's PATH (a
         user's TARGET), naming the tracer and the character, or None.  Any
