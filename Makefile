@@ -21,7 +21,7 @@ Q := @
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all list needs packages configs run report check test test-host test-guests clean help lab lab-shell atlas fleet lifecycle floor versus
+.PHONY: all list needs packages configs run report check test test-host test-guests test-userland clean help lab lab-shell atlas fleet lifecycle floor versus
 
 # The builds: src/builds.tsv, one row each (its header says the columns).
 # field(BUILD,N): column N of BUILD's row.
@@ -63,7 +63,7 @@ LIBS.lib := -Lbuild -lkit-bystander -Wl,-rpath,'$$$$ORIGIN'
 KIND = $(call field,$(1),3)
 WANT := $(foreach b,$(BUILDS),$(if $(HAVE.$(call KIND,$(b))),$(b)))
 MISSING_KINDS := $(sort $(foreach b,$(filter-out $(WANT),$(BUILDS)),$(call KIND,$(b))))
-QUIET_GOALS := needs packages list configs help clean test test-host test-guests
+QUIET_GOALS := needs packages list configs help clean test test-host test-guests test-userland
 ifeq ($(filter $(QUIET_GOALS),$(MAKECMDGOALS)),)
 $(foreach k,$(MISSING_KINDS),$(info make: skipping the $(strip $(foreach b,$(BUILDS),\
 	$(if $(filter $(k),$(call KIND,$(b))),$(b)))) build(s): no $(WHAT.$(k)) (Debian package $(PACKAGE.$(k)))))
@@ -232,11 +232,12 @@ versus: build/benchmark-plain build/benchmark-sdt
 # forbids), then build, so the build sees what was installed.
 TEST_TIERS.test-host := host
 TEST_TIERS.test-guests := guests
+TEST_TIERS.test-userland := userland
 
 check: all
 	$(Q)$(PYTHON) tests/run_tests.py --tier check $${TESTS:+$$TESTS}
 
-test test-host test-guests:
+test test-host test-guests test-userland:
 	$(call check_given,NO_INSTALL)
 	$(Q)$(PYTHON) tests/packages.py
 	$(Q)$(MAKE) --no-print-directory all
@@ -263,6 +264,7 @@ help:
 	@echo "make test         the test suite, every tier, installing what it needs first (TESTS=name to pick some; NO_INSTALL=1)"
 	@echo "make check        its tier that needs no root, tracer or guest (minutes, as any user)"
 	@echo "make test-host    its tier of root, real tracers and programs;  make test-guests: what boots QEMU"
+	@echo "make test-userland  the kit in a Debian 13 (trixie) root on this kernel (not in make test)"
 	@echo "make floor        the baseline's loop against a raw loop (bench/floor.py)"
 	@echo "make versus       the kit against hyperfine on the idle marker (bench/versus.py)"
 	@echo "make clean        remove build/"

@@ -319,7 +319,7 @@ CONFIGS = [
       description="stap -x PID, process.mark(\"gc__start\") { count } (stp/python-gc.stp); "
                   "its semaphore raised through /proc/PID/mem"),
 
-    # PostgreSQL 15 (workloads.py): a throwaway cluster, pgbench's clients
+    # The release's PostgreSQL (workloads.py; 15 on Debian 12, 17 on 13): a throwaway cluster, pgbench's clients
     # (THREADS) each running ITER transactions; probes by path, on every
     # backend, started after the attach.  query__start is checked against
     # pg_stat_statements; lwlock__acquire, of which the server keeps no
@@ -332,7 +332,7 @@ CONFIGS = [
     # runs where CONFIGS names it (CONFIGS='postgres-*').
     C(PG_BASELINE, "postgres", "none", workload="postgres", marker="query__start",
       baseline=PG_BASELINE, attach="running", default=False,
-      description="PostgreSQL 15, pgbench -M simple, THREADS clients x ITER transactions"),
+      description="the release's PostgreSQL, pgbench -M simple, THREADS clients x ITER transactions"),
     *[C(f"postgres-{t}-{what}", "postgres", t, "marker-semaphore", "count", mode,
         workload="postgres", marker=marker, baseline=PG_BASELINE, attach="running",
         default=False, description=f"{how} on postgresql:{marker}, every backend"

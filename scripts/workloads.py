@@ -160,7 +160,8 @@ class Postgres(Workload):
         template.check()
         tag = os.path.basename(scratch).rpartition("-")[0]  # kit<id>_<n>-<random>-pg
         _RUNS[scratch] = held, inner = self.made(tag + "-", "-pg")
-        return ["--bin", PG_BIN, "--owner", PG_OWNER, "--dir", inner, "--template", tinner]
+        return ["--bin", os.path.dirname(self.program), "--owner", PG_OWNER, "--dir", inner,
+                "--template", tinner]
 
     def cleanup(self, scratch, log):
         run = _RUNS.pop(scratch, None)
@@ -266,7 +267,18 @@ def cluster_owner_uid():
             return 0
     return os.geteuid()
 PG_PIDFILE = "postmaster.pid"
-PG_BIN = "/usr/lib/postgresql/15/bin"
+PG_PACKAGE = "postgresql"  # Debian's metapackage: the release's own (15 on Debian 12, 17 on 13)
+
+
+def pg_bin():
+    """The newest installed PostgreSQL's binaries (Debian's
+    /usr/lib/postgresql/N/bin), or 15's (Debian 12's) where none is yet."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"),
+                   key=lambda p: [int(x) for x in p.split("/")[4].split(".") if x.isdigit()])
+    return os.path.dirname(found[-1]) if found else "/usr/lib/postgresql/15/bin"
+
+
+PG_BIN = pg_bin()
 
 
 def cwd_inode(pid):
@@ -413,14 +425,15 @@ WORKLOADS = {w.name: w for w in (
            threads_are="a thread's wall time a call: the GIL's turns", serial=True),
     Postgres("postgres", os.path.join(PG_BIN, "postgres"),
              (sys.executable, os.path.join(ROOT, "src", "workloads", "pgbench.py")),
-             "postgresql", "postgresql-15",
-             "Debian's PostgreSQL 15 in a throwaway cluster, THREADS pgbench clients of ITER "
+             "postgresql", PG_PACKAGE,
+             "Debian's PostgreSQL (15 on Debian 12, 17 on 13) in a throwaway cluster, THREADS "
+             "pgbench clients of ITER "
              "TPC-B-like transactions each (src/workloads/pgbench.py)",
              by_path=True, warmup_iter=200, max_iter=20000, floor_iter=500, hold_timeout=300,
              counted="query__start's by pg_stat_statements' sum of calls (the reset's "
                      "SELECT in it, the reading SELECT not: they cancel); none of its other "
                      "markers",
-             needs=((os.path.join(PG_BIN, "pgbench"), "postgresql-15"),),
+             needs=((os.path.join(PG_BIN, "pgbench"), PG_PACKAGE),),
              call="transaction", serial=True,
              figures=(("tps", "pgbench's tps [transactions/s]", True),
                       ("latency_ms", "pgbench's latency [ms]", False)),
@@ -436,6 +449,15 @@ WORKLOADS = {w.name: w for w in (
 
 def get(name):
     return WORKLOADS[name]
+
+
+def refresh():
+    """What an install just brought: PostgreSQL's binaries are named by
+    the version the release installed (the postgresql metapackage's)."""
+    b = pg_bin()
+    pg = WORKLOADS["postgres"]
+    WORKLOADS["postgres"] = dataclasses.replace(
+        pg, program=os.path.join(b, "postgres"), needs=((os.path.join(b, "pgbench"), PG_PACKAGE),))
 
 
 def markers(program):

@@ -5,6 +5,7 @@
     make check                 # the check tier: no root, no tracer, no guest
     make test-host             # the host tier: root, the real tracers and programs
     make test-guests           # the guests tier: what boots QEMU
+    make test-userland         # the userland tier: the kit in a trixie root (not in make test)
     make test TESTS=render     # the tests whose module or name holds 'render'
 
 Runs tests/test_*.py with unittest, tier by tier (kit_test.TIERS: a test
@@ -108,8 +109,9 @@ class Outcomes(unittest.TextTestResult):
 def options(argv):
     p = argparse.ArgumentParser(prog="run_tests.py", description=__doc__.split("\n\n")[0])
     p.add_argument("pick", nargs="*", help="only the tests whose id holds one of these")
-    p.add_argument("--tier", default=",".join(kit_test.TIERS), metavar="TIERS",
-                   help=f"comma-separated, of {', '.join(kit_test.TIERS)} (default all)")
+    p.add_argument("--tier", default=",".join(kit_test.DEFAULT_TIERS), metavar="TIERS",
+                   help=f"comma-separated, of {', '.join(kit_test.TIERS)} (default "
+                   f"{', '.join(kit_test.DEFAULT_TIERS)})")
     p.add_argument("--times", metavar="FILE", help="every test's seconds, tab-separated")
     p.add_argument("--dir", default=HERE, help="the tests of another folder (the suite's "
                    "test of its own closing line)")

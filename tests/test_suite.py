@@ -86,7 +86,7 @@ class Tiers(unittest.TestCase):
         r = run_sample(TIERED, "--tier", "check,lab")
         self.assertEqual(r.returncode, 2)
         self.assertIn("TIER 'lab' is not allowed: want a comma-separated list of check, host, "
-                      "guests", r.stderr)
+                      "guests, userland", r.stderr)
 
     def test_an_import_failure_in_every_tier(self):
         """A test module that cannot be imported fails in whatever tier

@@ -62,6 +62,7 @@ def prepare(args, wanted):
         return 2
     costs = env.missing_packages(wanted, sorted({c.workload for c in args.configs if c.workload}))
     debpkgs.install("run", list(costs), args.no_install, costs)
+    workloads.refresh()
     if not host.make_all("run"):
         return 1
     # Each back-end settles how it will run (SystemTap its runtime); one

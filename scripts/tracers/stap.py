@@ -121,7 +121,7 @@ class Stap(Tracer):
     name = "stap"
     attaches_running = True  # stap -x PID (module: loaded in flight-recorder mode)
     State = State
-    needs = {"stap": "systemtap"}
+    needs = {"stap": "systemtap", "mount": "mount"}  # (mount: debugfs; a bare trixie has no mount(8))
     versions = ("stap",)
 
     def __init__(self):

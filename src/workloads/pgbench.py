@@ -25,7 +25,7 @@ own count of the statements it ran (pg_stat_statements: each one
 query__start, pgbench's two set-up queries included) as the record's
 "fired"; and the server stopped (fast), whatever happened.  The runner
 removes DIR (and TDIR at its end) and whatever a kill left
-(workloads.Postgres.cleanup).  Needs Debian's postgresql-15 (its pgbench
+(workloads.Postgres.cleanup).  Needs Debian's postgresql (15 on Debian 12, 17 on 13: its pgbench
 and pg_stat_statements).
 """
 import os
