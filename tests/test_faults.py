@@ -802,10 +802,20 @@ class KilledKit(StateTest):
                            "--configs", "user-bpftrace"], res, session=True)
             left = {}
             try:
-                self.assertTrue(wait_for(lambda: "bpftrace" in descendants(p.pid).values(), 120),
-                                "bpftrace never started")
+                import json
+                import kitstate
+                state = os.path.join(kitstate.STATE, leftovers.kit_id(p.pid))
+
+                def live_tracers():  # as the kit registered them (not a version check's)
+                    try:
+                        with open(state) as f:
+                            return [t for t, _ in json.load(f)["tracers"]
+                                    if descendants(p.pid).get(t) == "bpftrace"]
+                    except (OSError, ValueError):
+                        return []
+                self.assertTrue(wait_for(live_tracers, 120), "bpftrace never started")
+                bt = live_tracers()[0]
                 left = descendants(p.pid)
-                (bt,) = [pid for pid, c in left.items() if c == "bpftrace"]
                 os.kill(p.pid, signal.SIGKILL)
                 p.communicate()
                 for pid, c in left.items():  # the held workload: the test's to end
