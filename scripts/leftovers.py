@@ -144,7 +144,9 @@ def sweep_folders(dead, removed, failed):
                 if held.fd is not None and not held.remove():
                     failed.append(f"{path}: not removed (the name leads elsewhere now)")
                     continue
-                if os.path.lexists(path) and Private.found(path, owners):
+                still = os.path.lexists(path) and Private.found(path, owners)
+                if still:
+                    still.close()
                     failed.append(f"{path}: not removed")
                     continue
                 shown = os.path.relpath(path, os.path.dirname(BUILD)) if top == BUILD else path
@@ -163,11 +165,17 @@ def sweep_tracers(dead, removed):
         left = [(int(p), t) for p, t in rec.get("tracers", [])
                 if t is not None and kitstate.start_time(int(p)) == t]
         for p, _ in left:
-            os.kill(p, signal.SIGTERM)
+            try:
+                os.kill(p, signal.SIGTERM)
+            except ProcessLookupError:  # (ended meanwhile)
+                pass
         alive = lambda: [p for p, t in left if kitstate.start_time(p) == t]  # noqa: E731
         if not wait_for(lambda: not alive(), TRACER_GRACE_S):
             for p in alive():
-                os.kill(p, signal.SIGKILL)
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         if left:
             removed.setdefault(int(rec["pid"]), []).append(
                 "its tracers still running (pids " + ", ".join(str(p) for p, _ in left) + ")")
@@ -179,9 +187,10 @@ def sweep(who):
     removed, failed = {}, []
     if os.geteuid() != 0:
         return removed
-    kitstate.register(kit_id(os.getpid()))
+    me = kit_id(os.getpid())
+    dead = kitstate.dead()  # (read first: a dead kit may have had this pid, and so this id)
+    kitstate.register(me)
     atexit.register(kitstate.unregister)
-    dead = kitstate.dead()
     try:
         sweep_tracers(dead, removed)
     except OSError as e:
@@ -197,7 +206,8 @@ def sweep(who):
     except OSError as e:
         failed.append(f"folders: {e}")
     for kid in dead if not failed else ():  # (kept where something is left: tried again)
-        kitstate.forget(kid)
+        if kid != me:  # (that record is this kit's own now)
+            kitstate.forget(kid)
     for pid, what in sorted(removed.items()):
         say(f"{who}: removed what a kit that is gone (pid {pid}) left: {', '.join(what)}")
     if failed:
