@@ -1,5 +1,5 @@
 """stap.py: SystemTap, with the scripts in stp/, on either runtime.
-(Some 480 lines, past the house's ~450: one back-end's run verbs on two
+(Some 500 lines, past the house's ~450: one back-end's run verbs on two
 runtimes that share every verb; its lifecycle verbs are stap_attached.py's,
 its module builds stap_build.py's, its pre-flight stap_preflight.py's.)
 
