@@ -49,12 +49,27 @@ def ratio_ci(a, b):
     return r, (ma * mb - root) / den, (ma * mb + root) / den
 
 
+# The band of measured / predicted within which the loop predicts a row:
+# the kit's own margin (a tenth of a ratio's width is noise of the two
+# cells' sizes, their CPU's turbo, a cache), written here alone.
+BAND = (0.85, 1.15)
+
+
 def verdict(lo, hi):
-    """`predicted` where the ratio's interval holds 1, else `dearer` or
-    `cheaper` (than the loop); None without an interval."""
+    """Of the ratio's 95% interval [LO, HI]: `predicted` where it lies
+    within BAND, `dearer` or `cheaper` (than the loop) where it lies wholly
+    above or below it, `not resolved` where it straddles one of BAND's
+    edges (more runs would narrow it); None without an interval."""
     if lo is None:
         return None
-    return "predicted" if lo <= 1 <= hi else "dearer" if lo > 1 else "cheaper"
+    if BAND[0] <= lo and hi <= BAND[1]:
+        return "predicted"
+    return "dearer" if lo > BAND[1] else "cheaper" if hi < BAND[0] else "not resolved"
+
+
+# Checks of a row's count under which its events a call are not a count to
+# predict from (analysis.event_check's verdicts).
+FAILED_COUNTS = ("MISMATCH", "DROPPED", "CORRUPTED", "NEVER FIRES")
 
 
 def predictions(a, loop=None):
@@ -76,13 +91,20 @@ def predictions(a, loop=None):
         cfg = configs.BY_NAME[c["config"]]
         w, t = workloads.get(cfg.workload), c["threads"]
         twin = configs.LOOP_TWIN[c["tracer"]]
+        # Threads that take turns (w.serial) never share a CPU: the loop's
+        # price at 1 thread, x THREADS below.  The loop at THREADS above the
+        # CPUs is time-sliced already; multiplied again, the slicing would
+        # count twice (x0.5 at 4 threads on 2 CPUs).  Copies at once (not
+        # serial) are sliced as the loop's threads are: the same THREADS.
+        at = 1 if w.serial else t
         seen = (c.get("check") or {}).get("seen")
         p = {"config": c["config"], "threads": t, "program": cfg.workload, "twin": twin,
+             "twin_threads": at,
              "events": seen / c["calls"] if seen is not None and c.get("calls") else None,
              "turns": t if w.serial else 1, "check": (c.get("check") or {}).get("verdict"),
              "measured_ns": triple(c.get("overhead")), "twin_ns": None, "predicted_ns": None,
              "ratio": None, "lo": None, "hi": None, "verdict": None}
-        p["why_not"] = compare(p, by.get((twin, t)))
+        p["why_not"] = compare(p, by.get((twin, at)))
         p["causes"] = causes(c, w, a["cells"])
         out.append(p)
     return out
@@ -95,7 +117,9 @@ def triple(o):
 def compare(p, twin):
     """Fills P's twin_ns, predicted_ns, ratio, lo, hi and verdict from its
     TWIN's cell; returns why there is no ratio (or no interval), or None."""
-    t = p["threads"]
+    t = p["twin_threads"]
+    if p["check"] in FAILED_COUNTS:
+        return f"no verdict: its own count failed ({p['check']})"
     if twin is None or not twin.get("n_runs") or twin.get("unit", NS) != NS:
         return f"{p['twin']} did not run at {t} thread{'s' * (t != 1)} here"
     v = (twin.get("check") or {}).get("verdict")
@@ -119,7 +143,9 @@ def compare(p, twin):
         # a ratio interval that reaches 0 "holds 1" only because it holds
         # everything: no verdict (a query__start's 7 events a transaction
         # under pgbench's spread, say)
-        return "its measured overhead's 95% interval holds 0: too noisy to compare"
+        return ("its measured overhead's 95% interval lies below 0: cheaper than untraced, "
+                "not a cost" if p["measured_ns"][2] < 0 else
+                "its measured overhead's 95% interval holds 0: too noisy to compare")
     p["verdict"] = verdict(p["lo"], p["hi"])
     return None
 

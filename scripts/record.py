@@ -81,11 +81,16 @@ STATUSES = {
                 "nothing of a loss, or a loss that does not add up to every event",
     "corrupted": "the probe changed the program's data: calls whose red-zone sentinel was "
                  "overwritten (canary builds); whatever it counted, the site is unsafe here",
+    "never-fires": "a real program's marker fired in none of the run's calls: the tracer saw "
+                   "0 events and so did its witness (the program's own count, the kernel's "
+                   "hit counter or the other tracers); a finding, never agreement, and never "
+                   "priced per event (the reason says what the kit found of why)",
     "failed": "the run did not complete (the reason says why); its times are not used",
     "skipped": "the configuration cannot run here (the reason says why)",
 }
 # Statuses whose times are measurements (the target ran to its end).
-MEASURED = ("ok", "agreed", "dropped", "overwritten", "unverified", "mismatch", "corrupted")
+MEASURED = ("ok", "agreed", "dropped", "overwritten", "unverified", "mismatch", "corrupted",
+            "never-fires")
 # Statuses that lost no event: what "lossless" means everywhere in the kit
 # (the report's lossless limits, docs/results-format.md).  `overwritten` is lossless in this
 # sense and in no other: the flight recorder took every event (no drop
@@ -94,7 +99,7 @@ MEASURED = ("ok", "agreed", "dropped", "overwritten", "unverified", "mismatch", 
 # It is never `ok`, which alone means every event was seen and counted.
 LOSSLESS = ("ok", "agreed", "overwritten")
 # Statuses that are a finding about the probe rather than a cost to quote.
-FINDINGS = ("mismatch", "corrupted")
+FINDINGS = ("mismatch", "corrupted", "never-fires")
 
 
 # The target's record (src/benchmark.c's RECORD_FORMAT, its first field):
@@ -186,9 +191,26 @@ def expected_events(attached, expect, calls):
     return {"all": calls, "none": 0}.get(expect)
 
 
-def verdict(attached, expected, ev, overwrite=False, corrupted=0, calls=None):
+def verdict(attached, expected, ev, overwrite=False, corrupted=0, calls=None, real=False):
     """(status, reason) of a completed run from what its tracer saw, and
-    from the target's red-zone canary (CORRUPTED of CALLS calls)."""
+    from the target's red-zone canary (CORRUPTED of CALLS calls); a REAL
+    program's (configs.real) marker that its tracer and its witness both
+    saw fire 0 times is `never-fires` (never_fired), not `ok` or `agreed`."""
+    status, reason = count_verdict(attached, expected, ev, overwrite, corrupted, calls)
+    return never_fired(status, reason, ev.seen, ev.dropped, real)
+
+
+def never_fired(status, reason, seen, dropped, real=True):
+    """STATUS and REASON, or `never-fires` where a REAL program's count was
+    checked (ok, agreed) and was 0: zero is a finding, not agreement."""
+    if real and status in ("ok", "agreed") and seen == 0 and not dropped:
+        whose = reason[len("agreed with "):].rsplit(":", 1)[0] if status == "agreed" \
+            else "the program's own count"
+        return "never-fires", f"0 events: the marker never fired (nor did {whose} count any)"
+    return status, reason
+
+
+def count_verdict(attached, expected, ev, overwrite=False, corrupted=0, calls=None):
     if corrupted:
         return "corrupted", (f"{corrupted} of {calls} calls had their red-zone sentinel "
                              "overwritten while probed")
@@ -231,8 +253,10 @@ SAME_RUN = "the kernel's hit counter in the same run"  # a same-run witness's wo
 
 
 def kernel_witnessed(row):
-    """ROW (as read) was agreed with its kernel's hit counter in its run."""
-    return row["status"] == "agreed" and row["reason"].startswith(f"agreed with {SAME_RUN}")
+    """ROW (as read) was agreed with its kernel's hit counter in its run
+    (0 events of both: never-fires, witnessed all the same)."""
+    return (row["status"] == "agreed" and row["reason"].startswith(f"agreed with {SAME_RUN}")
+            or row["status"] == "never-fires" and f"nor did {SAME_RUN}" in row["reason"])
 
 
 def witnessed(seen, dropped, count, witness):

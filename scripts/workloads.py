@@ -75,6 +75,11 @@ class Workload:
         """Processes not the kit's that its by-path probes would count."""
         return []
 
+    def why_silent(self):
+        """What the kit can find of why its marker never fired ('': nothing
+        to look at beyond the count)."""
+        return ""
+
     def semaphore_holders(self, target_pid):
         """The processes whose markers' semaphores the runner raises
         (through /proc/PID/mem) before the calls, where a row names them
@@ -352,6 +357,12 @@ class Command(Workload):
         """None: the command's processes start after the attach, each from
         an exec, so there is nothing to raise a semaphore in beforehand."""
         return []
+
+    def why_silent(self):
+        """One more run of the command, untraced, with its processes' maps
+        looked at (measure/silence.py)."""
+        from measure import silence
+        return silence.why(self.program, self.command, ROOT)
 
     def bystanders(self):
         """Processes not the kit's that map PROGRAM at the attach (a shared

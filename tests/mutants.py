@@ -61,6 +61,13 @@ MUTANTS = [
     ("the loop's interval is left out of the ratio's", "scripts/predict.py",
      "root = math.sqrt(ma * ma * hb * hb + ha * ha * den)",
      "root = math.sqrt(ha * ha * den)", ["Predict"]),
+    ("zero is agreement again (issue 58)", "scripts/record.py",
+     'if real and status in ("ok", "agreed") and seen == 0 and not dropped:', "if False:",
+     ["NeverFires"]),
+    ("predicted wherever the ratio's interval holds 1 (issue 58)", "scripts/predict.py",
+     "if BAND[0] <= lo and hi <= BAND[1]:", "if lo <= 1 <= hi:", ["Predict"]),
+    ("time-slicing counted twice (issue 58)", "scripts/predict.py",
+     "at = 1 if w.serial else t", "at = t", ["Predict"]),
     ("a witness that always agrees", "scripts/record.py",
      "    if seen + dropped != count:\n", "    if False:\n", ["test_witness"]),
     ("a workload that varies witnesses the others", "scripts/measure/witness.py",
@@ -311,6 +318,9 @@ MUTANTS = [
      ["Quick.test_ctrl_c_keeps_what_came_back"]),
 ]
 
+LINKED = ("lab", "userland")  # build/'s root file systems: linked, never copied
+
+
 def copy_tree(dst):
     files = subprocess.run(["git", "-C", ROOT, "ls-files", "-co", "--exclude-standard"],
                            stdout=subprocess.PIPE, text=True, check=True).stdout.split("\n")
@@ -320,14 +330,17 @@ def copy_tree(dst):
             os.makedirs(os.path.dirname(os.path.join(dst, f)), exist_ok=True)
             shutil.copy2(src, os.path.join(dst, f))
     # build/ copied (the lab copies it into its guests, so no links to
-    # outside), but for the lab's cached root file systems, linked, and
-    # perf's build-id cache, left out (it names the original's paths, and
-    # perf probe then refuses the copy's binaries)
+    # outside), but for the lab's cached root file systems and the trixie
+    # userland, linked (a root file system's /dev/full copied as a file is
+    # as large as the disk: it filled one), and perf's build-id cache, left
+    # out (it names the original's paths, and perf probe then refuses the
+    # copy's binaries)
     build = os.path.join(ROOT, "build")
     shutil.copytree(build, os.path.join(dst, "build"), symlinks=True,
-                    ignore=shutil.ignore_patterns("lab", leftovers.SCRATCH_GLOB, "perf-buildid"))
-    if os.path.isdir(os.path.join(build, "lab")):
-        os.symlink(os.path.join(build, "lab"), os.path.join(dst, "build", "lab"))
+                    ignore=shutil.ignore_patterns(*LINKED, leftovers.SCRATCH_GLOB, "perf-buildid"))
+    for name in LINKED:
+        if os.path.isdir(os.path.join(build, name)):
+            os.symlink(os.path.join(build, name), os.path.join(dst, "build", name))
 
 
 def uprobe_events():

@@ -564,6 +564,57 @@ class Predict(unittest.TestCase):
         self.assertEqual(p["why_not"], "its measured overhead's 95% interval holds 0: too noisy "
                                        "to compare")
 
+    def test_a_verdict_needs_the_band(self):
+        """predicted only within predict.BAND (0.85-1.15); wholly outside:
+        dearer or cheaper; across an edge: not resolved ([0.05, 2.50] was
+        `predicted` when the rule was "holds 1")."""
+        self.assertEqual(predict.BAND, (0.85, 1.15))
+        self.assertEqual(predict.verdict(0.9522, 1.0350), "predicted")
+        self.assertEqual(predict.verdict(0.05, 2.50), "not resolved")
+        self.assertEqual(predict.verdict(0.80, 1.10), "not resolved")
+        self.assertEqual(predict.verdict(1.10, 1.20), "not resolved")
+        self.assertEqual(predict.verdict(1.16, 1.30), "dearer")
+        self.assertEqual(predict.verdict(0.40, 0.84), "cheaper")
+        self.assertEqual(summary.loop_verdict({"verdict": "not resolved", "lo": 0.8, "hi": 1.1}),
+                         "not resolved: [0.80, 1.10] straddles 0.85-1.15")
+
+    def test_time_slicing_counts_once(self):
+        """A serial workload (the GIL) at 4 threads on 2 CPUs: the loop at
+        4 threads is time-sliced (3,000 ns an event a thread, twice its
+        1-thread 1,500), and the program's threads take turns, so x4 of the
+        1-thread twin is the prediction: 4 x 1,500 = 6,000; measured 6,040
+        (6,100, 6,150, 6,050 against 60): predicted.  The twin at 4 threads
+        x4 would say 12,000, cheaper x0.50, the slicing counted twice."""
+        r = self.rows
+        rows = (r("baseline", 1, [2.0, 2.1, 1.9]) + r("ftrace-sdt", 1, [1502, 1512, 1492])
+                + r("baseline", 4, [2.0, 2.1, 1.9]) + r("ftrace-sdt", 4, [3002, 3012, 2992])
+                + r("python-untraced", 4, [60, 62, 58])
+                + r("python-ftrace-entry", 4, [6100, 6150, 6050]))
+        a = stats.analyse(rows, {"stopping": {"rule": "stein", "pilot": 3}, "cpus": 2})
+        p, = predict.predictions(a)
+        self.assertEqual((p["twin_threads"], p["turns"]), (1, 4))
+        self.assertAlmostEqual(p["predicted_ns"][0], 6000)
+        self.assertAlmostEqual(p["ratio"], 6040 / 6000)
+        self.assertEqual(p["verdict"], "predicted")
+        self.assertIn("| ftrace-sdt at 1 thread |", "\n".join(real.loop_markdown(a)))
+
+    def test_no_verdict_on_a_failed_count(self):
+        r = self.rows
+        bad = [dict(x, status="mismatch", events_expected=None)
+               for x in r("python-ftrace-entry", 1, [2100, 2150, 2050])]
+        rows = (r("baseline", 1, [2.0, 2.1, 1.9]) + r("ftrace-sdt", 1, [1502, 1512, 1492])
+                + r("python-untraced", 1, [60, 62, 58]) + bad
+                + r("python-perf-entry", 1, [50, 52, 48]) + r("perf-stat-sdt", 1, [802, 812, 792]))
+        a = stats.analyse(rows, {"stopping": {"rule": "stein", "pilot": 3}, "cpus": 2})
+        got = {p["config"]: p for p in predict.predictions(a)}
+        p = got["python-ftrace-entry"]
+        self.assertEqual((p["verdict"], p["why_not"]),
+                         (None, "no verdict: its own count failed (MISMATCH)"))
+        # 50, 52, 48 against 60, 62, 58: -10 [-10, -10]: below 0, not "holds 0"
+        self.assertEqual(got["python-perf-entry"]["why_not"],
+                         "its measured overhead's 95% interval lies below 0: cheaper than "
+                         "untraced, not a cost")
+
     def test_rendered(self):
         a = self.analysis()
         md = "\n".join(real.real_markdown(a))

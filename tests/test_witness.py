@@ -170,6 +170,103 @@ class AcrossRuns(unittest.TestCase):
         self.assertEqual(back[1]["events_expected"], "200")
 
 
+class NeverFires(unittest.TestCase):
+    """Zero is not agreement: a real program's marker that its tracer and
+    its witness both counted 0 times is `never-fires` (a finding), never
+    `ok` or `agreed`, and never priced per event (the Ruby 3.1 run of
+    issue 58: every row `agreed` at 0 events, -2,557,377 ns/event)."""
+
+    def test_zero_hits_and_zero_events_is_never_fires(self):
+        st, why = record.verdict(True, None, Events(0, 0, also=("hits", 0)), real=True)
+        self.assertEqual(st, "never-fires")
+        self.assertEqual(why, "0 events: the marker never fired (nor did "
+                              f"{record.SAME_RUN} (hits) count any)")
+        self.assertIn(st, record.FINDINGS)
+        self.assertNotIn(st, record.LOSSLESS)
+        # the program's own count of 0 is no agreement either
+        self.assertEqual(record.verdict(True, 0, Events(0), real=True)[0], "never-fires")
+        # the kit's loop with expect 'none' (no real program): 0 is right
+        self.assertEqual(record.verdict(True, 0, Events(0))[0], "ok")
+        # one event is agreement; 0 against 1 hit is a mismatch
+        self.assertEqual(record.verdict(True, None, Events(1, 0, also=("hits", 1)),
+                                        real=True)[0], "agreed")
+        self.assertEqual(record.verdict(True, None, Events(0, 0, also=("hits", 1)),
+                                        real=True)[0], "mismatch")
+
+    def test_across_runs_zero_is_never_fires_and_one_is_a_mismatch(self):
+        zero = f"0 events: the marker never fired (nor did {record.SAME_RUN} (hits) count any)"
+        rows = [row("user-ftrace", "ftrace", "never-fires", 0, 3, zero),
+                row("user-bpftrace", "bpftrace", "unverified", 0, 3, UNVERIFIED),
+                row("user-stap", "stap", "unverified", 1, 3, UNVERIFIED)]
+        with mock.patch.object(witness.workloads.get("user"), "why_silent", lambda: ""):
+            got = witness.judge(rows)
+        self.assertEqual(got[1][0], "never-fires")
+        self.assertIn("nor did ftrace (0 events a run in each of their 1 runs", got[1][1])
+        self.assertEqual(got[2][0], "mismatch")
+
+    def test_no_price_per_event(self):
+        from render import summary
+        o = {"mean_ns": -2557377.0, "lo_ns": None, "hi_ns": None, "pct": -3.2}
+        x = {"overhead": o, "check": {"seen": 0, "verdict": "NEVER FIRES"}, "calls": 1000,
+             "threads": 1}
+        got = summary.per_event(x, witness.workloads.get("user"))
+        self.assertIsNone(got["mean_ns"])
+        self.assertEqual(summary.f_overhead(got), "-")
+
+    def test_the_cells_verdict(self):
+        from stats.analysis import event_check
+        r = dict(row("user-perf", "perf", "never-fires", 0, 3, "0 events: why"),
+                 events_expected="0")
+        self.assertEqual(event_check([r, r])["verdict"], "NEVER FIRES")
+        self.assertEqual(event_check([r, r])["why"], "0 events: why")
+        fired = dict(r, status="agreed", events_seen="3")
+        self.assertEqual(event_check([r, fired])["verdict"], "unverified")
+
+
+class Silence(unittest.TestCase):
+    """measure/silence.py: why a marker never fired, from one more run of
+    the command whose processes' maps the kit looks at, by device and
+    inode: TARGET mapped (the code never ran), another copy mapped (named),
+    neither."""
+    def setUp(self):
+        from measure import silence
+        self.silence = silence
+        silence._SAID.clear()
+
+    def test_mapped_other_copy_and_neither(self):
+        s = self.silence
+        libc = next(ln.split()[-1] for ln in open("/proc/self/maps") if "/libc.so" in ln
+                    or "/libc-" in ln)
+        got = s.why(libc, ["sh", "-c", "sleep 0.2"], "/")
+        self.assertRegex(got, r"processes mapped .*libc.* \((sh|sleep).*\), yet the marker's "
+                              r"code never ran")
+        with tempfile.TemporaryDirectory() as d:
+            copy = os.path.join(d, os.path.basename(libc))
+            with open(libc, "rb") as a, open(copy, "wb") as b:
+                b.write(a.read())
+            got = s.why(copy, ["sh", "-c", "sleep 0.2"], "/")
+            self.assertIn(f"mapped {copy}, but another copy: {libc} (name that one as TARGET)",
+                          got)
+            self.assertNotIn("yet", got)
+        got = s.why("/bin/sh", ["sleep", "0.2"], "/")  # sleep maps no shell
+        self.assertRegex(got, r"none of its 1 processes \(sleep\) mapped /bin/sh$")
+        self.assertIn("it did not start (no-such-command-here: No such file or directory)",
+                      s.why("/bin/sh", ["no-such-command-here"], "/"))
+
+    def test_it_leaves_nothing_running(self):
+        s = self.silence
+        s.LIMIT_S, limit = 0.5, s.LIMIT_S
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                mark = os.path.join(d, "pid")
+                s.why("/bin/sh", ["sh", "-c", f"sleep 30 & echo $! > {mark}; wait"], "/")
+                pid = int(open(mark).read())
+        finally:
+            s.LIMIT_S = limit
+        self.assertFalse(os.path.exists(f"/proc/{pid}") and
+                         open(f"/proc/{pid}/stat").read().split()[2] != "Z", pid)
+
+
 class ToolError(unittest.TestCase):
     """A failed row's reason is the tool's own error line: never a caret
     line, a blank line, a command echo or what the tool prints every run."""

@@ -140,6 +140,8 @@ class Kit:
             row.update(fields, path=path)
             row.update(self.tracer_cpu(ev, rusage, rec, run.wrapped(cmd)))
             self.judge_run(row, tracer, run, rec, ev)
+            if row["status"] == "never-fires" and w.why_silent():  # detached: untraced
+                row["reason"] += "; " + w.why_silent()
         except TracerError as e:
             row["reason"] = str(e)
         except OSError as e:
@@ -268,7 +270,8 @@ class Kit:
             row["reason"] = f"the target made {calls} calls, not {planned}"
         else:
             row["status"], row["reason"] = record.verdict(
-                tracer.attaches, expected, ev, cfg.overwrite, row["corrupted"], calls)
+                tracer.attaches, expected, ev, cfg.overwrite, row["corrupted"], calls,
+                real=bool(run.workload))
             if expected is None and ev.also and row["status"] != "mismatch":
                 row["events_expected"] = ev.also[1]  # the kernel's count is the witness's
             if row["status"] == "unverified" and run.workload and fired is None \

@@ -67,6 +67,9 @@ def judge(rows):
             if r["status"] != "unverified" or seen is None or not calls or not others:
                 continue
             out[i] = against(r, seen, calls, others, call)
+            if out[i][0] == "never-fires" and workloads.get(f[0]).why_silent():
+                out[i] = (out[i][0], out[i][1] + "; " + workloads.get(f[0]).why_silent(),
+                          out[i][2])
     return out
 
 
@@ -89,6 +92,7 @@ def against(r, seen, calls, others, call):
     if expected.denominator != 1:
         return ("mismatch", f"the tracer saw {seen} events in {calls} {call}s, where {witness} "
                 f"says {float(expected):g}", None)
-    status, reason = record.witnessed(seen, count(r["events_dropped"]) or 0, int(expected),
-                                      witness)
+    dropped = count(r["events_dropped"]) or 0
+    status, reason = record.never_fired(*record.witnessed(seen, dropped, int(expected), witness),
+                                        seen, dropped)
     return status, reason, int(expected)

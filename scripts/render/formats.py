@@ -67,7 +67,7 @@ def f_slower(o):
 def f_overhead(o):
     """Overhead per event: the mean always, then its interval (no
     interval: one run, said so)."""
-    if not o:
+    if not o or o["mean_ns"] is None:  # (a marker that never fired: no price)
         return "-"
     if o["lo_ns"] is None:
         return f"{f_ns(o['mean_ns'])} (no CI)"

@@ -14,7 +14,7 @@ import predict
 import workloads
 from configs import real
 from render.formats import f_interval, f_ns, f_overhead, f_slower, table
-from render.summary import loop_ratio, loop_verdict, per_event
+from render.summary import band, loop_ratio, loop_verdict, per_event
 
 
 def real_markdown(a):
@@ -29,7 +29,9 @@ def real_markdown(a):
              "the threads where they take turns).  Untraced rate: the events a call times "
              "the untraced calls a second.  Checked (each status as `python3 scripts/record.py` "
              "prints it): `ok`, the program's own count; `agreed`, a witness's, the row's "
-             "reason naming it; `MISMATCH`, a count that differs; `unverified`, no witness.",
+             "reason naming it; `MISMATCH`, a count that differs; `NEVER FIRES`, 0 events "
+             "by the tracer and its witness (a finding: no price, the reason below); "
+             "`unverified`, no witness.",
              ""]
     for fam in dict.fromkeys(configs.BY_NAME[c["config"]].workload for c in cells):
         w = workloads.get(fam)
@@ -54,6 +56,10 @@ def real_markdown(a):
         lines += [table(["configuration", "threads", f"untraced [ns a {w.call}]",
                          "slowdown [95%]", "per event [ns, 95%]", f"events a {w.call}",
                          "untraced rate [events/s]", "checked"], rows), ""]
+        silent = [c for c in cells if configs.BY_NAME[c["config"]].workload == fam
+                  and (c.get("check") or {}).get("verdict") == "NEVER FIRES"]
+        lines += [f"- {c['config']} at {c['threads']} thread{'s' * (c['threads'] != 1)}, "
+                  f"never fires: {c['check']['why']}" for c in silent] + [""] * bool(silent)
         lines += own_table(w, [c for c in cells if configs.BY_NAME[c["config"]].workload == fam])
     return lines + loop_markdown(a)
 
@@ -93,17 +99,23 @@ def loop_markdown(a):
     lines = ["", "## Does the loop predict your program?", "",
              "Each traced row beside its tracer's twin in the tight loop, the same kind of probe "
              "on the kit's SDT marker at its 1-byte nop (`configs.LOOP_TWIN`), at the same "
-             "thread count in this folder ([docs/real-programs.md](../../docs/real-programs.md"
+             "thread count in this folder, or at 1 thread where the program's threads take "
+             "turns ([docs/real-programs.md](../../docs/real-programs.md"
              "#does-the-loop-predict-your-program)).  Predicted: the events a call by the "
              "tracer's own count times the twin's overhead per event (times the threads where "
-             "they take turns: a thread's wall time a call holds every thread's calls).  "
+             "they take turns: a thread's wall time a call holds every thread's calls, and "
+             "the twin at 1 thread, so that time-slicing counts once).  "
              "Measured: the row's overhead a call against its program's untraced row.  Their "
              "ratio's 95% interval is made of the two cells' own (Fieller's, each with its own "
-             "t); `predicted` where it holds 1.", ""]
+             f"t); `predicted` where it lies within {band()}, `dearer` or `cheaper` where "
+             "it lies wholly outside, `not resolved` where it straddles an edge (more runs "
+             "narrow it); no verdict on a row whose own count failed.", ""]
     for (fam, t) in dict.fromkeys((p["program"], p["threads"]) for p in preds):
         w = workloads.get(fam)
         mine = [p for p in preds if (p["program"], p["threads"]) == (fam, t)]
-        rows = [[p["config"], events(p), p["twin"], f_interval(*p["twin_ns"]) if p["twin_ns"]
+        rows = [[p["config"], events(p), p["twin"] + (f" at {p['twin_threads']} thread"
+                                                      if p["twin_threads"] != t else ""),
+                 f_interval(*p["twin_ns"]) if p["twin_ns"]
                  else "-", f_ns(p["predicted_ns"][0]) if p["predicted_ns"] else "-",
                  f_interval(*p["measured_ns"]) if p["measured_ns"] else "-", loop_ratio(p),
                  loop_verdict(p)] for p in mine]

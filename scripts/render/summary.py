@@ -8,6 +8,7 @@ NEVER FIRE here, the 2011 figures, status totals, each failure reason once,
 and where the full report and plots are.  Nothing to run on its own.
 """
 import os
+import textwrap
 
 import configs
 import kernel
@@ -72,6 +73,8 @@ def per_event(x, w):
     CPU), a thread's wall time a call holds every thread's calls, so over
     the threads too."""
     o, seen = x["overhead"], (x.get("check") or {}).get("seen")
+    if seen == 0:  # never fired: no event to price (zero is a finding)
+        return {**o, "mean_ns": None, "lo_ns": None, "hi_ns": None}
     k = seen / x["calls"] if seen and x.get("calls") else 1.0
     k *= x["threads"] if w.serial else 1
     return {**o, **{f: (o[f] / k if o[f] is not None else None)
@@ -97,7 +100,14 @@ def loop_verdict(p):
     x0.45`, or why there is no verdict."""
     if p["verdict"] in ("dearer", "cheaper"):
         return f"{p['verdict']} than the loop, x{f_ratio(p['ratio'])}"
+    if p["verdict"] == "not resolved":
+        return f"not resolved: [{f_ratio(p['lo'])}, {f_ratio(p['hi'])}] straddles {band()}"
     return p["verdict"] or p["why_not"]
+
+
+def band():
+    """predict.BAND in words: 0.85-1.15."""
+    return f"{predict.BAND[0]:g}-{predict.BAND[1]:g}"
 
 
 def loop_line(program, preds):
@@ -138,6 +148,7 @@ def real_lines(a):
         quiet = [x for x in mine if x["tracer"] in ("none", "") and x.get("overhead")]
         traced = [x for x in mine if x["tracer"] not in ("none", "")]
         ok = sorted((x for x in traced if quotable(x)), key=lambda x: x["overhead"]["mean_ns"])
+        silent = ""  # why the marker never fired, where it did not (measure/silence.py)
         parts = [f"{x['config']}, no probe: {f_slower(x['overhead'])}" for x in quiet]
         for what, x in ((("cheapest", ok[0]), ("dearest", ok[-1])) if len(ok) > 1 else
                         (("tracer", ok[0]),) if ok else ()):
@@ -146,7 +157,11 @@ def real_lines(a):
         for x in traced:
             if quotable(x):
                 continue
-            if (x.get("check") or {}).get("verdict") == "unverified" and x.get("overhead"):
+            if (x.get("check") or {}).get("verdict") == "NEVER FIRES":
+                parts.append(f"{x['config']}: never fires, 0 events in {x['calls']:,} "
+                             f"{w.call}s ({f_slower(x['overhead'])}, no price per event)")
+                silent = silent or x["check"]["why"].split("; ", 1)[-1]
+            elif (x.get("check") or {}).get("verdict") == "unverified" and x.get("overhead"):
                 seen = x["check"]["seen"]
                 parts.append(f"{x['config']}: {f_slower(x['overhead'])}; " + (
                     f"{seen / x['calls']:,.1f} events a {w.call}, unverified"
@@ -158,6 +173,8 @@ def real_lines(a):
         lines.append(f"- {base.workload} at {c['threads']} thread{'s' * (c['threads'] != 1)}, "
                      f"{f_ns(c.get('mean_ns'))} ns a {w.call} untraced{many}:")
         lines += [f"  - {p}" for p in parts or ["nothing else ran"]]
+        lines += textwrap.wrap(f"why it never fires: {silent}", WIDTH, initial_indent="  - ",
+                               subsequent_indent="    ", break_on_hyphens=False) if silent else []
         mine = [p for p in preds if p["program"] == base.workload]
         if mine and base.workload not in said:  # under the program's first block
             said.add(base.workload)

@@ -91,6 +91,8 @@ def measured_cell(c, warmups, measured, ncpu):
         c["flags"].append(f"UNSAFE: {c['corrupted']:,}/{c['calls']:,} calls corrupted")
     if c["check"]["verdict"] == "MISMATCH":
         c["flags"].append("EVENT MISMATCH: overhead not trustworthy")
+    if c["check"]["verdict"] == "NEVER FIRES":
+        c["flags"].append("NEVER FIRES: 0 events, no price per event")
     if c["check"]["verdict"] == "DROPPED":
         c["flags"].append("EVENTS DROPPED: the tracer did not keep up")
     if c["cv"] > NOISY_CV and c["n_samples"] > 1:
@@ -127,6 +129,10 @@ def event_check(rows):
         verdict = "CORRUPTED"
     elif "mismatch" in statuses:
         verdict = "MISMATCH"
+    elif statuses == {"never-fires"}:  # 0 events, witnessed: a finding (record.never_fired)
+        verdict = "NEVER FIRES"
+    elif "never-fires" in statuses:  # fired in some runs, in others not: no count to trust
+        verdict = "unverified"
     elif all(e is None for e in exp):
         verdict = "unverified" if "unverified" in statuses else "n/a"
     elif "dropped" in statuses:
@@ -143,7 +149,10 @@ def event_check(rows):
             else None,
             "seen": sum(s for s in seen if s is not None) if any(s is not None for s in seen)
             else None,
-            "dropped": dropped, "verdict": verdict}
+            "dropped": dropped, "verdict": verdict,
+            # why it never fired, as its first such run's reason says (measure/silence.py)
+            **({"why": next(r["reason"] for r in rows if r["status"] == "never-fires")}
+               if verdict == "NEVER FIRES" else {})}
 
 
 def sites(cells):
