@@ -375,6 +375,10 @@ BY_NAME = {c.name: c for c in CONFIGS}
 # printf rows).
 LOOP_TWIN = {"ftrace": "ftrace-sdt", "bpftrace": "bpftrace-sdt-count",
              "perf": "perf-stat-sdt", "stap": "stap-mark-empty"}
+# What `make run TARGET=... PROBE=... WORKLOAD=...` runs beside the user-*
+# rows when CONFIGS is not given: the loop's baseline and each twin, at the
+# same thread counts, so that its answer says whether the loop predicts it.
+USER_LOOP = (BASELINE, *LOOP_TWIN.values())
 
 
 def is_baseline(name):

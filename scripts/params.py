@@ -206,7 +206,8 @@ def command_line(text):
 
 def check_user(a, error):
     """TARGET, PROBE and WORKLOAD: all three or none; PROBE one of TARGET's
-    markers (the error lists them); then the user-* rows are the run's
+    markers (the error lists them); then the user-* rows and the loop's
+    (configs.USER_LOOP: what the answer's prediction needs) are the run's
     CONFIGS unless CONFIGS was given."""
     given = [n for n in ("target", "probe", "workload") if getattr(a, n)]
     if not given:
@@ -277,7 +278,8 @@ PARAMS = [
           "... or within +-PRECISION_NS (for a cost near 0: an idle marker; the unit is the "
           "run's: ns, or instructions in a lab guest)"),
     Param("CONFIGS", parse_configs, None, "names or patterns, comma-separated (make configs)",
-          "all in the default run; with TARGET: the user-* rows"),
+          "all in the default run; with TARGET: the user-* rows and the loop's baseline and "
+          "twins, for the prediction"),
     Param("TARGET", elf_file("TARGET"), "", "your program: an ELF file with SDT markers "
           "(with PROBE and WORKLOAD: the user-* rows, docs/real-programs.md)", "none"),
     Param("PROBE", probe_name, "", "provider:name, one of TARGET's markers", "none"),
@@ -393,7 +395,8 @@ def parse_args(argv, extra=()):
         a.seed = random.SystemRandom().randrange(2 ** 32)
     check_user(a, p.error)
     a.configs = a.configs or [c for c in configs.CONFIGS
-                              if (c.workload == "user" if a.target else c.default)]
+                              if (c.workload == "user" or c.name in configs.USER_LOOP
+                                  if a.target else c.default)]
     return a
 
 

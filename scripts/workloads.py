@@ -17,6 +17,7 @@ them so that neither imports the other.
 """
 import dataclasses
 import glob
+import hashlib
 import json
 import os
 import platform
@@ -78,6 +79,11 @@ class Workload:
     def why_silent(self):
         """What the kit can find of why its marker never fired ('': nothing
         to look at beyond the count)."""
+        return ""
+
+    def timing_key(self):
+        """What its rows' timings are kept under beside their names ('':
+        the name says it all)."""
         return ""
 
     def semaphore_holders(self, target_pid):
@@ -357,6 +363,13 @@ class Command(Workload):
         """None: the command's processes start after the attach, each from
         an exec, so there is nothing to raise a semaphore in beforehand."""
         return []
+
+    def timing_key(self):
+        """TARGET, PROBE and WORKLOAD, hashed: a call of one command is not
+        a call of another (build/throw 0 took 3 ms; build/throw 100000 took
+        0.7 s traced, and was sized as the first: 20 s a run)."""
+        text = json.dumps([self.program, self.provider, self.marker, list(self.command)])
+        return " " + hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def why_silent(self):
         """One more run of the command, untraced, with its processes' maps

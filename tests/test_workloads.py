@@ -375,12 +375,15 @@ class UserRows(StateTest):
     and WORKLOAD, and the check of its rows against their witnesses."""
 
     def user(self, command, res, runs="2", target=None, probe="benchmark:single_trace",
-             threads="1"):
+             threads="1", rows="user-*"):
+        """The runner on COMMAND; ROWS: CONFIGS (None: the default, which
+        adds the loop's twins, configs.USER_LOOP)."""
         target = target or os.path.join(ROOT, "build", "benchmark-sdt")
         if not os.path.exists(target):
             unavailable(self, f"{target} not built")
         return kit(["--threads", threads, "--iter", "2", "--runs", runs, "--target", target,
-                    "--probe", probe, "--workload", command], res)
+                    "--probe", probe, "--workload", command]
+                   + (["--configs", rows] if rows else []), res)
 
     def check_witnessed(self, rows, per_run, skipped=()):
         """Every timed row of ROWS: the command's runs (2 a copy), each
@@ -491,6 +494,68 @@ class Cxx(UserRows):
             finally:
                 theirs()
         self.check_witnessed(rows, self.THROWS)
+
+
+class OneCommand(UserRows):
+    """Issue 58: `make run TARGET=libstdc++ PROBE=libstdcxx:throw
+    WORKLOAD='build/throw N'` with nothing else named answers for the
+    program first, every tracer with its price per event and its verdict
+    against the loop (whose twins the default CONFIGS now runs), and a
+    marker that never fires (build/throw 0: libstdc++ mapped, no throw)
+    is `never-fires`, with the kit's reason and no price."""
+
+    def setUp(self):
+        super().setUp()
+        for t in ("ftrace", "bpftrace", "perf", "stap"):
+            need_tracer(self, t)
+        self.prog = os.path.join(ROOT, "build", "throw")
+        if not os.path.exists(self.prog):
+            unavailable(self, "build/throw not built")
+        self.lib = libstdcxx(self.prog)
+
+    def answer(self, folder):
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "report.py"), folder],
+                           capture_output=True, text=True, cwd=ROOT)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        return r.stdout
+
+    def test_the_answer_in_one_command(self):
+        with tempfile.TemporaryDirectory() as res:
+            r = self.user(f"{self.prog} 1000", res, target=self.lib, probe="libstdcxx:throw",
+                          rows=None)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            self.assertIn("your command's rows and, for the loop's prediction, baseline", r.stderr)
+            rows, folder = rows_of(res)
+            timed = {x["config"] for x in rows if x["rep"] not in ("", "0")}
+            users = {c.name for c in configs.CONFIGS if c.workload == "user"}
+            self.assertEqual(timed, users | set(configs.USER_LOOP))
+            out = self.answer(folder)
+        self.assertNotIn("No `baseline` rows", out)
+        answers = out[out.index("What tracing costs"):]
+        self.assertLess(answers.index("Real programs"), answers.index("The loop's twins"))
+        for t in ("ftrace", "bpftrace", "perf", "stap"):
+            self.assertRegex(answers, rf"\n  - user-{t}: [-+][\d,.]+% .*ns/event; vs loop[ :]", t)
+
+    def test_a_marker_that_never_fires(self):
+        with tempfile.TemporaryDirectory() as res:
+            r = self.user(f"{self.prog} 0", res, target=self.lib, probe="libstdcxx:throw")
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            rows, folder = rows_of(res)
+            out = self.answer(folder)
+        traced = [x for x in rows if x["rep"] not in ("", "0") and x["tracer"] != "none"]
+        self.assertEqual({x["tracer"] for x in traced}, {"ftrace", "bpftrace", "perf", "stap"})
+        for x in traced:
+            with self.subTest(config=x["config"]):
+                self.assertEqual((x["status"], x["events_seen"]), ("never-fires", "0"),
+                                 x["reason"])
+                self.assertIn(f"processes mapped {self.lib} (throw), yet the marker's code "
+                              "never ran", x["reason"])
+        for t in ("ftrace", "bpftrace", "perf", "stap"):
+            line = next(ln for ln in out.splitlines() if ln.startswith(f"  - user-{t}:"))
+            self.assertIn("never fires, 0 events in 4 runs", line)  # 2 runs of 2
+            self.assertNotIn("ns/event", line)
+        self.assertIn("  - why it never fires: WORKLOAD run once more", out)
+        self.assertNotIn("agreed", out)
 
 
 def libstdcxx(prog):

@@ -12,6 +12,8 @@ Nothing to run: measure/matrix.py uses Plan.
 import json
 
 import host
+import configs
+import workloads
 from configs import is_baseline
 from params import TIGHT, cpus, pilot_runs
 
@@ -45,7 +47,10 @@ class Plan:
         warm-up's calls per thread."""
         self.args, self.cells, self.attached, self.loop_s = args, cells, attached, loop_s
         self.warmup_iter = warmup_iter
-        self.cache = load(args.timings)
+        # The cache by configuration name; a user's row's under its command's
+        # key (keyed): another WORKLOAD's timings size nothing of this one
+        self.stored = load(args.timings)
+        self.cache = {n: self.stored[keyed(n)] for n in configs.BY_NAME if keyed(n) in self.stored}
         self.spent = self.planned_spent = 0.0
         # Each cell's pilot, fixed here, before anything runs: nothing the
         # pilot measures sets its length (stats.settle's two stages).
@@ -153,8 +158,13 @@ class Plan:
                   "time-sliced, another experiment (flagged in the report)"
                   + (f", at most {cap[1]}={cap[0]} runs a cell there" if cap[0] < top else "")
                   ) if over else ""
+        loop = sorted({c[0] for c in self.cells} & set(configs.USER_LOOP))
+        user = [c[0] for c in self.cells if getattr(configs.BY_NAME.get(c[0]), "workload", "")
+                == "user"]
+        what = (f"; your command's rows and, for the loop's prediction, {', '.join(loop)}"
+                if user and loop else "")
         return (f"run: plan: {ncells} cells ({names} configurations x THREADS="
-                f"{','.join(map(str, sorted({c[1] for c in self.cells})))}), "
+                f"{','.join(map(str, sorted({c[1] for c in self.cells})))}{what}), "
                 f"{len(self.warm_ups())} warm-ups, {runs} each: about {span}, {src}{sliced}")
 
     def done(self, planned_s, real_s):
@@ -199,6 +209,15 @@ class Plan:
         if not write:
             return
         try:
-            host.write_json(self.args.timings, self.cache, indent=1, sort_keys=True)
+            host.write_json(self.args.timings, {**self.stored, **{keyed(n): v for n, v in
+                                                                   self.cache.items()}},
+                            indent=1, sort_keys=True)
         except OSError:
             pass  # a cache only: the next plan guesses
+
+
+def keyed(name):
+    """Configuration NAME's key in TIMINGS: its name, and for a row of a
+    user's command (make run TARGET=...), the command's own key too."""
+    c = configs.BY_NAME.get(name)
+    return name + (workloads.get(c.workload).timing_key() if c and c.workload else "")

@@ -150,10 +150,17 @@ def real_lines(a):
         ok = sorted((x for x in traced if quotable(x)), key=lambda x: x["overhead"]["mean_ns"])
         silent = ""  # why the marker never fired, where it did not (measure/silence.py)
         parts = [f"{x['config']}, no probe: {f_slower(x['overhead'])}" for x in quiet]
-        for what, x in ((("cheapest", ok[0]), ("dearest", ok[-1])) if len(ok) > 1 else
+        user = base.workload == "user"  # a user's own program: every tracer, its verdict
+        verdicts = {p["config"]: p for p in preds if p["threads"] == c["threads"]}
+        for what, x in (((("", x) for x in ok)) if user else
+                        (("cheapest", ok[0]), ("dearest", ok[-1])) if len(ok) > 1 else
                         (("tracer", ok[0]),) if ok else ()):
-            parts.append(f"{what}, {x['config']}: {f_slower(x['overhead'])}; "
-                         f"{f_overhead(per_event(x, w))} ns/event")
+            p = verdicts.get(x["config"])
+            parts.append(f"{what}, {x['config']}: ".lstrip(", ") + f"{f_slower(x['overhead'])}; "
+                         f"{f_overhead(per_event(x, w))} ns/event"
+                         + (f"; vs loop {loop_ratio(p)} {p['verdict']}"
+                            if user and p and p["verdict"] else
+                            f"; vs loop: {p['why_not']}" if user and p else ""))
         for x in traced:
             if quotable(x):
                 continue
@@ -176,7 +183,7 @@ def real_lines(a):
         lines += textwrap.wrap(f"why it never fires: {silent}", WIDTH, initial_indent="  - ",
                                subsequent_indent="    ", break_on_hyphens=False) if silent else []
         mine = [p for p in preds if p["program"] == base.workload]
-        if mine and base.workload not in said:  # under the program's first block
+        if mine and base.workload not in said and not user:  # under its first block
             said.add(base.workload)
             lines += loop_line(base.workload, mine)
     return lines
@@ -220,7 +227,7 @@ def cost_rows(a):
         rows.append([n + (" (2011)" if n in Y2011_CONFIGS else ""), cost_cell(one)]
                     + ([cost_cell(hi)] if top > 1 else [])
                     + [f_x(o["slowdown_x"]) if o and one["n_runs"] else "-"])
-        for t, c in ((1, one), (top, hi)):
+        for t, c in ((1, one), (top, hi))[:1 + (top > 1)]:  # (at 1 thread only: once)
             if c and c.get("overhead") and c["overhead"]["bounded"] and not c["corrupted"] \
                     and (c.get("check") or {}).get("verdict") in LOSSLESS + ("n/a",):
                 words.append(f"{n} at {t} thread{'s' * (t != 1)}: {reading(c['overhead'])}")
@@ -290,6 +297,31 @@ def failure_lines(a, limit=MAX_REASONS):
     return lines
 
 
+
+def cost_lines(a, mine):
+    """The loop's cost table and the real programs' lines; MINE: a user's
+    program ran (make run TARGET=...), whose answer comes first, the loop's
+    table beside it as what the prediction is made of."""
+    lines = []
+    head, rows_, words = cost_rows(a)
+    progs = real_lines(a)
+    progs = progs and ["", "Real programs, each against its own untraced runs (% of its "
+                       "time, mean [95% interval]):", ""] + progs
+    if mine:
+        lines += progs[1:]
+    if a["has_baseline"] and rows_:
+        lines += (["", "The loop's twins (what the prediction is made of; measured / "
+                   f"predicted is `predicted` within {band()}),", "per event over the bare "
+                   "call, mean [95% interval]:"] if mine else
+                  ["Overhead per event over the bare call, mean [95% interval]: each "
+                   "tracer's cheapest configuration", "that saw every event, and "
+                   "SystemTap's four of 2011."]) + ["", table(head, rows_)]
+        lines += [""] + [f"- {w}" for w in words] if words else []
+    elif not a["has_baseline"] and not mine:
+        lines.append(f"No `{BASELINE}` rows: no overhead can be computed.")
+    return lines if mine else lines + progs
+
+
 def answers(a, p, rows, meta, folder, plots=(), terminal=False, guest=None):
     """The answers as lines of Markdown (which read as text in a terminal).
     TERMINAL: cut to LINES lines of WIDTH characters, the way out named.
@@ -300,23 +332,14 @@ def answers(a, p, rows, meta, folder, plots=(), terminal=False, guest=None):
     lines = [f"What tracing costs on {env.get('cpu_model', 'this machine')}, "
              f"{env.get('cpus', '?')} CPUs, Linux {env.get('kernel', '?')}:", ""]
     if a["cells"]:
-        head, rows_, words = cost_rows(a)
-        if a["has_baseline"] and rows_:
-            lines += ["Overhead per event over the bare call, mean [95% interval]: each "
-                      "tracer's cheapest configuration", "that saw every event, and SystemTap's "
-                      "four of 2011.", "", table(head, rows_)]
-            lines += [""] + [f"- {w}" for w in words] if words else []
-        elif not a["has_baseline"]:
-            lines.append(f"No `{BASELINE}` rows: no overhead can be computed.")
-        progs = real_lines(a)
-        if progs:
-            lines += ["", "Real programs, each against its own untraced runs (% of its time, "
-                      "mean [95% interval]):", ""] + progs
+        mine = any(getattr(configs.BY_NAME.get(c["config"]), "workload", "") == "user"
+                   for c in a["cells"])
+        lines += cost_lines(a, mine)
         sites = site_lines(a, env)
         if sites:
             lines += ["", "Probe sites on this kernel (red-zone canary; the uprobe syscall "
                       f"answered {kernel.answer(env)}):", ""] + sites
-        if a["has_baseline"]:
+        if a["has_baseline"] and not mine:  # (a user's run: its loop is for the prediction)
             lines += ["", "The 2011 post beside today (10M calls, 1 thread, scaled):", ""]
             head = ["probe", "2011", "today, this machine (mean)", "today's configuration"]
             if guest:
