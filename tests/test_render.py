@@ -661,3 +661,43 @@ class Errors(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class GuestTools(unittest.TestCase):
+    """A lab's summary.md names each guest's tool versions, what changed
+    since the same suite's last lab in the same results folder (sid's
+    bpftrace 0.23 -> 0.27 broke every bpftrace row, and nothing said the
+    tool had changed: issue 57), and each tracer whose runs in a guest
+    failed with none measured, with why.  The lab folders are the 12-02
+    finding's three suites, copied twice, the earlier one's bpftrace set
+    to 0.23.2 by hand."""
+    SRC = os.path.join(ROOT, "docs", "findings", "2026-12-02-python-in-the-lab", "folder")
+
+    def test_versions_changes_and_tracers_with_nothing(self):
+        from render import guest, guesttools
+        with tempfile.TemporaryDirectory() as d:
+            for lab in ("20261201T000000Z-lab", "20261205T000000Z-lab"):
+                shutil.copytree(self.SRC, os.path.join(d, lab))
+            m = os.path.join(d, "20261201T000000Z-lab", "sid", "meta.json")
+            with open(m) as f:
+                meta = json.load(f)
+            meta["tools"]["bpftrace"] = "bpftrace v0.23.2"
+            with open(m, "w") as f:
+                json.dump(meta, f)
+            top = os.path.join(d, "20261205T000000Z-lab")
+            text = guest.summary(top, guest.lab_folders(top))
+        self.assertIn("| sid      | 0.27.1   | 7.2.13   | 5.6       | 2.16.0  | 0.19    | 3.14.10 |",
+                      text)
+        self.assertIn("- sid: since 20261201T000000Z-lab, bpftrace 0.23.2 -> 0.27.1:", text)
+        self.assertEqual(text.count(" -> "), 1)  # bookworm's and trixie's tools did not move
+        self.assertEqual(guesttools.version("Systemtap translator/driver (version 5.6/0.196, "
+                                            "Debian version 5.6-1)"), "5.6")
+        # 52 runs failed, none measured: said, with the first reason; a
+        # tracer that only skipped (it cannot attach here, saying so) is not
+        failed = [{"tracer": "bpftrace", "status": "failed", "rep": "1",
+                   "reason": "unable to open output file '/dev/fd/7'"}] * 52
+        skipped = [{"tracer": "lttng", "status": "skipped", "rep": "", "reason": "no SDT"}]
+        ok = [{"tracer": "perf", "status": "failed", "rep": "1", "reason": "x"},
+              {"tracer": "perf", "status": "agreed", "rep": "2", "reason": ""}]
+        self.assertEqual(guesttools.unmeasured(failed + skipped + ok),
+                         {"bpftrace": (52, "unable to open output file '/dev/fd/7'")})

@@ -21,6 +21,7 @@ import stats
 from configs import BASELINE
 from record import INSTRUCTIONS, timed_for_real
 from render import lifecycle
+from render.guesttools import tool_lines
 from render.formats import (Notes, f_check, f_ins, f_interval, kernel_facts, runs_cell,
                             skipped_failed, table)
 from render.sites import expectation, sites_table
@@ -228,9 +229,10 @@ def summary(top, folders):
     if all(lifecycle.is_lifecycle(d) for d in folders):  # make lab LIFECYCLE=1's
         return lifecycle.lab_summary(top, folders)
     folders = [d for d in folders if not lifecycle.is_lifecycle(d)]  # (one copied in)
-    notes, body, guests, labs = Notes(), [], [], []
+    notes, body, guests, labs, loaded = Notes(), [], [], [], []
     for d in folders:
         rows, meta, _ = record.load(d)
+        loaded.append((rows, meta))
         lab = meta.get("lab", {})
         labs.append(lab)
         counts = {}
@@ -249,6 +251,7 @@ def summary(top, folders):
                            "folder": os.path.relpath(d, os.path.dirname(os.path.dirname(d)))})
     lines = [table(SUMMARY_HEAD, body)] + notes.lines()
     lines += kernel_facts(labs, [f"{lab.get('suite')} {short_kernel(lab)}" for lab in labs])
+    lines += tool_lines(folders, loaded)
     lines += kernels_table(folders) + lab_2011(guests)
     text = "\n".join(lines) + "\n"
     os.makedirs(top, exist_ok=True)
