@@ -17,6 +17,11 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# build/'s root file systems (make lab's guests', the trixie userland's of
+# make test-userland): never copied with the kit, which reads their /dev/full
+# as a file until the disk is full (the lab's guest image and the mutants'
+# copies both did, on 2026-12-05)
+ROOT_FILE_SYSTEMS = ("lab", "userland")
 # The kit's own make, as its scripts call it: silent, and never "Entering
 # directory" on stdout, which a make started with -C (or under another make,
 # whose MAKEFLAGS carry w) would print into the word lists read from it.

@@ -55,12 +55,13 @@ def config_facts(text):
     c = dict(re.findall(r"^(CONFIG_\w+)=\"?([^\"\n]*)\"?$", text, re.M))
     return {label: read(c) for label, read in CONFIG_FACTS}
 
+NEVER_FIRES = "NEVER FIRES"  # a site's verdict, and a real program's cell's check
 # A site's verdict (stats.sites()), worst first.
 VERDICTS = {
     "UNSAFE": "the probe changed the program's data (the red-zone canary caught it)",
     "CRASHES": "the target (or its forked child) was killed by a signal",
     "REFUSED": "the kernel refused the probe with error 524 (ENOTSUPP)",
-    "NEVER FIRES": "the probe attached without an error and saw no event",
+    NEVER_FIRES: "the probe attached without an error and saw no event",
     "safe": "the probe fired and the canary stayed whole",
 }
 BAD = tuple(v for v in VERDICTS if v != "safe")  # what a reader must not miss
@@ -81,7 +82,7 @@ REFUSED_ERRNO = 524  # ENOTSUPP, the kernel's own errno, which libc has no name 
 # answer, the path a probe attached before the target starts is expected
 # to take and its verdict.
 SAFE_TRAP = ("trap", "safe")
-NEVER = ("none", "NEVER FIRES")
+NEVER = ("none", NEVER_FIRES)
 REFUSED = ("none", "REFUSED")
 EXPECT = {
     "sdt": {"ENOSYS": SAFE_TRAP, "ENXIO": SAFE_TRAP, "EPROTO": SAFE_TRAP},

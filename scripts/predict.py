@@ -21,6 +21,7 @@ import re
 
 import configs
 import workloads
+from kernel import NEVER_FIRES
 from record import LOSSLESS, NS
 
 
@@ -69,7 +70,7 @@ def verdict(lo, hi):
 
 # Checks of a row's count under which its events a call are not a count to
 # predict from (analysis.event_check's verdicts).
-FAILED_COUNTS = ("MISMATCH", "DROPPED", "CORRUPTED", "NEVER FIRES")
+FAILED_COUNTS = ("MISMATCH", "DROPPED", "CORRUPTED", NEVER_FIRES)
 
 
 def predictions(a, loop=None):

@@ -36,7 +36,7 @@ import host
 # "config/threads": runs; a cell not named there piloted "pilot" runs);
 # 10 added workload (a real program's own figures of the run, a JSON
 # object: pgbench's tps, latency_ms).  Older folders still read.
-FORMAT_VERSION = 10
+FORMAT_VERSION = 11
 
 COLUMNS = [
     "started", "config", "build", "tracer", "probe", "action", "threads", "iterations", "rep",
@@ -197,16 +197,20 @@ def verdict(attached, expected, ev, overwrite=False, corrupted=0, calls=None, re
     program's (configs.real) marker that its tracer and its witness both
     saw fire 0 times is `never-fires` (never_fired), not `ok` or `agreed`."""
     status, reason = count_verdict(attached, expected, ev, overwrite, corrupted, calls)
-    return never_fired(status, reason, ev.seen, ev.dropped, real)
+    whose = (f"{SAME_RUN} ({ev.also[0]})" if expected is None and ev.also
+             else "the program's own count")
+    return never_fired(status, reason, ev.seen, ev.dropped, whose, real)
 
 
-def never_fired(status, reason, seen, dropped, real=True):
+NEVER_HEAD = "0 events: the marker never fired (nor did "  # + whose count, " count any)"
+
+
+def never_fired(status, reason, seen, dropped, whose, real=True):
     """STATUS and REASON, or `never-fires` where a REAL program's count was
-    checked (ok, agreed) and was 0: zero is a finding, not agreement."""
+    checked (ok, agreed) and was 0, by the tracer and by WHOSE count (the
+    witness's words): zero is a finding, not agreement."""
     if real and status in ("ok", "agreed") and seen == 0 and not dropped:
-        whose = reason[len("agreed with "):].rsplit(":", 1)[0] if status == "agreed" \
-            else "the program's own count"
-        return "never-fires", f"0 events: the marker never fired (nor did {whose} count any)"
+        return "never-fires", f"{NEVER_HEAD}{whose} count any)"
     return status, reason
 
 
@@ -256,7 +260,7 @@ def kernel_witnessed(row):
     """ROW (as read) was agreed with its kernel's hit counter in its run
     (0 events of both: never-fires, witnessed all the same)."""
     return (row["status"] == "agreed" and row["reason"].startswith(f"agreed with {SAME_RUN}")
-            or row["status"] == "never-fires" and f"nor did {SAME_RUN}" in row["reason"])
+            or row["status"] == "never-fires" and row["reason"].startswith(NEVER_HEAD + SAME_RUN))
 
 
 def witnessed(seen, dropped, count, witness):

@@ -24,6 +24,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import host  # noqa: E402
 import leftovers  # noqa: E402
 from tracers import tracefs  # noqa: E402
 PLANNED = "run.threads * run.iterations"  # what a back-end that assumes would say
@@ -68,6 +69,11 @@ MUTANTS = [
      "if BAND[0] <= lo and hi <= BAND[1]:", "if lo <= 1 <= hi:", ["Predict"]),
     ("time-slicing counted twice (issue 58)", "scripts/predict.py",
      "at = 1 if w.serial else t", "at = t", ["Predict"]),
+    ("another command's timings size a user's rows (issue 58)", "scripts/measure/plan.py",
+     'return name + (workloads.get(c.workload).timing_key() if c and c.workload else "")',
+     "return name", ["UserTimings"]),
+    ("silence.py leaves what the command left running (issue 58)", "scripts/measure/silence.py",
+     "            os.killpg(p.pid, signal.SIGKILL)", "            pass", ["Silence"]),
     ("a witness that always agrees", "scripts/record.py",
      "    if seen + dropped != count:\n", "    if False:\n", ["test_witness"]),
     ("a workload that varies witnesses the others", "scripts/measure/witness.py",
@@ -318,7 +324,7 @@ MUTANTS = [
      ["Quick.test_ctrl_c_keeps_what_came_back"]),
 ]
 
-LINKED = ("lab", "userland")  # build/'s root file systems: linked, never copied
+LINKED = host.ROOT_FILE_SYSTEMS  # build/'s root file systems: linked, never copied
 
 
 def copy_tree(dst):

@@ -383,6 +383,39 @@ class Pilot(unittest.TestCase):
         self.assertEqual(params.pilot_runs(a, 1, 0.01), 3)
 
 
+class UserTimings(unittest.TestCase):
+    """TIMINGS keeps a user's rows under their command's key: build/throw
+    0's 3 ms a run never sizes build/throw 100000's (0.7 s traced: sized
+    by the first, each run took 20 s); the kit's own rows keep their names."""
+
+    def test_each_command_its_own(self):
+        import workloads
+        from measure import plan
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "timings.json")
+            a = params.parse_args(["--timings", path])
+            lib = "/lib/x86_64-linux-gnu/libstdc++.so.6"
+            keep = workloads.WORKLOADS["user"]
+            try:
+                workloads.set_user(lib, "libstdcxx", "throw", ["build/throw", "0"])
+                zero = plan.keyed("user-ftrace")
+                self.assertTrue(zero.startswith("user-ftrace "), zero)
+                self.assertEqual(plan.keyed("ftrace-sdt"), "ftrace-sdt")
+                with open(path, "w") as f:
+                    json.dump({zero: {"ns_per_call": {"1": 3e6}}, "ftrace-sdt":
+                               {"ns_per_call": {"1": 5000.0}}}, f)
+                cells = [("user-ftrace", 1, params.TIGHT), ("ftrace-sdt", 1, params.TIGHT)]
+                args = (lambda n: True, lambda n, t, ns: 0.1, lambda n: 1)
+                self.assertEqual(plan.Plan(a, cells, *args).cached("user-ftrace", 1), 3e6)
+                workloads.set_user(lib, "libstdcxx", "throw", ["build/throw", "100000"])
+                self.assertNotEqual(plan.keyed("user-ftrace"), zero)
+                p = plan.Plan(a, cells, *args)
+                self.assertIsNone(p.cached("user-ftrace", 1))
+                self.assertEqual(p.cached("ftrace-sdt", 1), 5000.0)
+            finally:
+                workloads.WORKLOADS["user"] = keep
+
+
 class Paced(StateTest):
     """RATE: the target paced to a rate per thread, and what it costs."""
 

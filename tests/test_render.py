@@ -659,10 +659,6 @@ class Errors(unittest.TestCase):
                 self.assertIn("Median 95% half-width of the overhead over the", table)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class GuestTools(unittest.TestCase):
     """A lab's summary.md names each guest's tool versions, what changed
     since the same suite's last lab in the same results folder (sid's
@@ -701,3 +697,7 @@ class GuestTools(unittest.TestCase):
               {"tracer": "perf", "status": "agreed", "rep": "2", "reason": ""}]
         self.assertEqual(guesttools.unmeasured(failed + skipped + ok),
                          {"bpftrace": (52, "unable to open output file '/dev/fd/7'")})
+
+
+if __name__ == "__main__":
+    unittest.main()

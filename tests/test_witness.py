@@ -13,6 +13,7 @@ in the comments.
 import csv
 import os
 import tempfile
+import time
 import unittest
 from unittest import mock
 
@@ -253,6 +254,20 @@ class Silence(unittest.TestCase):
         self.assertIn("it did not start (no-such-command-here: No such file or directory)",
                       s.why("/bin/sh", ["no-such-command-here"], "/"))
 
+    def test_what_the_command_left_goes_with_it(self):
+        """The command exits at once and leaves `sleep 30 &` in its group:
+        killed by its group, before the command is reaped (so its pid and
+        group id are nobody else's meanwhile)."""
+        with tempfile.TemporaryDirectory() as d:
+            mark = os.path.join(d, "pid")
+            self.silence.why("/bin/sh", ["sh", "-c", f"sleep 30 & echo $! > {mark}"], "/")
+            pid = int(open(mark).read())
+        self.assertTrue(gone(pid), pid)
+
+    def test_an_error_is_words(self):
+        self.assertIn("it could not look (/no/such/lib.so: No such file or directory)",
+                      self.silence.why("/no/such/lib.so", ["true"], "/"))
+
     def test_it_leaves_nothing_running(self):
         s = self.silence
         s.LIMIT_S, limit = 0.5, s.LIMIT_S
@@ -263,8 +278,22 @@ class Silence(unittest.TestCase):
                 pid = int(open(mark).read())
         finally:
             s.LIMIT_S = limit
-        self.assertFalse(os.path.exists(f"/proc/{pid}") and
-                         open(f"/proc/{pid}/stat").read().split()[2] != "Z", pid)
+        self.assertTrue(gone(pid), pid)
+
+
+def gone(pid, wait_s=10):
+    """PID has ended (gone, or a zombie) within WAIT_S: a SIGKILLed process
+    dies when it is next scheduled, later on a busy machine."""
+    end = time.monotonic() + wait_s
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 class ToolError(unittest.TestCase):

@@ -72,8 +72,9 @@ def put_kit(rootfs, suite_dir, timings=None):
     shutil.rmtree(dst, ignore_errors=True)
     # Not the host's timings.json: a guest sizes its runs by its own
     # (one file per unit, kept in build/lab/SUITE/ between labs).
-    skip = shutil.ignore_patterns("lab", "results", ".git", leftovers.SCRATCH_GLOB,
-                                  "stap-kernel", "perf-buildid", "*.pyc", "timings.json")
+    skip = shutil.ignore_patterns(*host.ROOT_FILE_SYSTEMS, "results", ".git",
+                                  leftovers.SCRATCH_GLOB, "stap-kernel", "perf-buildid", "*.pyc",
+                                  "timings.json")
     shutil.copytree(ROOT, dst, ignore=skip, symlinks=True)
     os.makedirs(os.path.join(dst, "results"), exist_ok=True)
     for t in glob.glob(os.path.join(suite_dir, TIMINGS.format("*"))) if timings is None else timings:

@@ -140,8 +140,6 @@ class Kit:
             row.update(fields, path=path)
             row.update(self.tracer_cpu(ev, rusage, rec, run.wrapped(cmd)))
             self.judge_run(row, tracer, run, rec, ev)
-            if row["status"] == "never-fires" and w.why_silent():  # detached: untraced
-                row["reason"] += "; " + w.why_silent()
         except TracerError as e:
             row["reason"] = str(e)
         except OSError as e:
@@ -156,6 +154,8 @@ class Kit:
         finally:
             shutil.rmtree(run.scratch, ignore_errors=True)
             timing.elapsed_s = time.monotonic() - t0
+        if row["status"] == "never-fires" and w and w.why_silent():  # detached; not timed
+            row["reason"] += "; " + w.why_silent()
         if judge:
             row["stopped"] = judge(row)
         self.folder.write(row)

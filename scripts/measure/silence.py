@@ -28,11 +28,17 @@ SHOWN = 4  # processes named in the reason at most
 _SAID = {}  # (target, command): the reason, once per kit
 
 
+HEAD = "WORKLOAD run once more, untraced, its processes' maps looked at"  # the words' start
+
+
 def why(target, command, cwd, env=None):
     """Words for why COMMAND made TARGET's marker fire 0 times (cached)."""
     key = (target, tuple(command))
     if key not in _SAID:
-        _SAID[key] = words(target, *watch(target, command, cwd, env))
+        try:
+            _SAID[key] = words(target, *watch(target, command, cwd, env))
+        except OSError as e:  # TARGET gone meanwhile, /proc unreadable: said, never raised
+            _SAID[key] = f"{HEAD}: it could not look ({e.filename or ''}: {e.strerror})"
     return _SAID[key]
 
 
@@ -70,7 +76,8 @@ def watch(target, command, cwd, env):
     {pid: name} of those that mapped TARGET, {path} of other files named
     as TARGET that they mapped, why it did not run or None)."""
     st = os.stat(target)
-    mine, base = (st.st_dev, st.st_ino), os.path.basename(os.path.realpath(target))
+    real = os.path.realpath(target)
+    mine, base = (st.st_dev, st.st_ino), os.path.basename(real)
     seen, mapped, others = {}, {}, set()
     try:
         p = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
@@ -80,7 +87,7 @@ def watch(target, command, cwd, env):
         return seen, mapped, others, f"{command[0]}: {e.strerror}"
     deadline = time.monotonic() + LIMIT_S
     try:
-        while p.poll() is None and time.monotonic() < deadline:
+        while running(p) and time.monotonic() < deadline:
             for pid in tree(p.pid):
                 try:
                     with open(f"/proc/{pid}/comm") as f:
@@ -89,19 +96,35 @@ def watch(target, command, cwd, env):
                 except OSError:  # ended, or a zombie's empty maps
                     continue
                 seen[pid] = name
-                if mine in files:
+                # by device and inode; by its real path too, where maps
+                # shows another device than stat (overlayfs, btrfs)
+                if mine in files or real in files.values():
                     mapped[pid] = name
                 others |= {path for key, path in files.items()
-                           if key != mine and os.path.basename(path) == base}
+                           if key != mine and path != real and os.path.basename(path) == base}
             time.sleep(LOOK_S)
     finally:
-        for pid in reversed(tree(p.pid)):  # by pid: what this started, nothing else
+        # The command is not reaped until its group is killed: its pid, and
+        # so its group's id, cannot be another process's meanwhile.  What it
+        # left behind in its group (`sh -c 'x &'`) goes with it, and the
+        # tree below it where it still runs (a child that made a group of
+        # its own); nothing else.
+        for pid in [q for q in tree(p.pid) if q != p.pid]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
         p.wait()
     return seen, mapped, others, None
+
+
+def running(p):
+    """P has not exited (it is not reaped here: WNOWAIT)."""
+    return os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
 
 
 def names(procs):
@@ -113,7 +136,7 @@ def names(procs):
 
 
 def words(target, seen, mapped, others, failed):
-    head = "WORKLOAD run once more, untraced, its processes' maps looked at"
+    head = HEAD
     if failed:
         return f"{head}: it did not start ({failed})"
     if mapped:

@@ -49,7 +49,9 @@ def judge(rows):
     """{index in ROWS: (status, reason, events expected)} for the rows the
     other tracers' counts witness; ROWS are a folder's runs.csv rows (as
     read, strings), none changed here.  Only timed runs witness (a
-    warm-up is judged, never a witness)."""
+    warm-up is judged, never a witness).  A row found never-fires gets its
+    workload's why_silent() words, which may run the user's command once
+    more (measure/silence.py)."""
     out = {}
     by_family = {}
     for i, r in enumerate(rows):
@@ -94,5 +96,5 @@ def against(r, seen, calls, others, call):
                 f"says {float(expected):g}", None)
     dropped = count(r["events_dropped"]) or 0
     status, reason = record.never_fired(*record.witnessed(seen, dropped, int(expected), witness),
-                                        seen, dropped)
+                                        seen, dropped, witness)
     return status, reason, int(expected)

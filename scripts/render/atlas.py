@@ -208,7 +208,7 @@ def sites_table(guests, hst):
             if s and s["path"]:
                 legend.setdefault(short_path(s["path"]), set()).add(
                     re.sub(r" \(\d+ calls seen\)", "", s["path"]))
-            path = "" if s and s["verdict"] == "NEVER FIRES" else short_path(s and s["path"])
+            path = "" if s and s["verdict"] == kernel.NEVER_FIRES else short_path(s and s["path"])
             row.append(", ".join(x for x in (path, s and s["verdict"]) if x)
                        or (status_cell(c.get(k), notes, None) if c.get(k) else "-"))
         body.append(row)

@@ -16,6 +16,7 @@ import os
 import textwrap
 
 import kernel
+from kernel import NEVER_FIRES
 import configs
 import workloads
 from stats import config_rank
@@ -24,7 +25,7 @@ from render.layout import DPI, panel_grid, place, rows_grid, save, spans, whiske
 
 PACED_FLOOR = 1e-2  # % of a CPU: where a paced plot puts overheads at or below 0
 LINES = 7  # lines a panel of overhead_vs_threads.png at most, so that their names fit beside it
-VERDICTS = ("UNSAFE", "NEVER FIRES", "MISMATCH", "DROPPED", "failed")  # kind()'s, not a cost
+VERDICTS = ("UNSAFE", NEVER_FIRES, "MISMATCH", "DROPPED", "failed")  # kind()'s, not a cost
 
 
 def short(reason, n=48):
@@ -42,8 +43,9 @@ def kind(c):
     v = (c.get("check") or {}).get("verdict")
     if c["corrupted"]:
         return "UNSAFE"
-    if (c.get("check") or {}).get("seen") == 0 and (c.get("check") or {}).get("expected"):
-        return "NEVER FIRES"
+    if v == NEVER_FIRES or (c.get("check") or {}).get("seen") == 0 \
+            and (c.get("check") or {}).get("expected"):  # (a real program's: expected 0)
+        return NEVER_FIRES
     if v in ("MISMATCH", "DROPPED"):
         return v
     o = c.get("overhead")
@@ -60,8 +62,9 @@ def label(c, k):
         return f"{t}: all {c['n_timed']} runs failed: {short('; '.join(c['failed_reasons']))}"
     if k == "UNSAFE":
         return f"{t}: UNSAFE, {c['corrupted']:,}/{c['calls']:,} calls corrupted"
-    if k == "NEVER FIRES":
-        return f"{t}: NEVER FIRES (0 of {ch['expected']:,} events)"
+    if k == NEVER_FIRES:
+        return (f"{t}: NEVER FIRES (0 of {ch['expected']:,} events)" if ch.get("expected")
+                else f"{t}: NEVER FIRES (0 events in {c['calls']:,} calls)")
     if k in ("MISMATCH", "DROPPED"):
         return f"{t}: {k} {ch['seen']:,}/{ch['expected']:,} events, cost not quoted"
     if k == "none detectable":
@@ -251,7 +254,7 @@ def line(ax, col, cs, drawn):
         o, k = c.get("overhead"), kind(c)
         if k in VERDICTS:
             verdicts.setdefault(k, []).append(c["threads"])
-            if o and o["mean_ns"] > 0 and k not in ("NEVER FIRES", "failed"):  # no cost seen
+            if o and o["mean_ns"] > 0 and k not in (NEVER_FIRES, "failed"):  # no cost seen
                 crosses.append((c["threads"], o["mean_ns"]))
     if crosses:
         ax.plot(*zip(*crosses), "x", color="red", ms=8)

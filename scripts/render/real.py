@@ -10,6 +10,7 @@ The terminal's lines are render/summary.py's real_lines.
 Nothing to run: `from render import real`.
 """
 import configs
+import kernel
 import predict
 import workloads
 from configs import real
@@ -57,7 +58,7 @@ def real_markdown(a):
                          "slowdown [95%]", "per event [ns, 95%]", f"events a {w.call}",
                          "untraced rate [events/s]", "checked"], rows), ""]
         silent = [c for c in cells if configs.BY_NAME[c["config"]].workload == fam
-                  and (c.get("check") or {}).get("verdict") == "NEVER FIRES"]
+                  and (c.get("check") or {}).get("verdict") == kernel.NEVER_FIRES]
         lines += [f"- {c['config']} at {c['threads']} thread{'s' * (c['threads'] != 1)}, "
                   f"never fires: {c['check']['why']}" for c in silent] + [""] * bool(silent)
         lines += own_table(w, [c for c in cells if configs.BY_NAME[c["config"]].workload == fam])

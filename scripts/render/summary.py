@@ -15,6 +15,7 @@ import kernel
 from tracers import marker_orders
 import predict
 import workloads
+from measure import silence
 from configs import BASELINE, real
 from record import LOSSLESS, STATUSES
 from render.formats import (f_interval, f_ns, f_overhead, f_rate, f_slower, f_x, failure_groups,
@@ -164,10 +165,11 @@ def real_lines(a):
         for x in traced:
             if quotable(x):
                 continue
-            if (x.get("check") or {}).get("verdict") == "NEVER FIRES":
+            if (x.get("check") or {}).get("verdict") == kernel.NEVER_FIRES:
                 parts.append(f"{x['config']}: never fires, 0 events in {x['calls']:,} "
                              f"{w.call}s ({f_slower(x['overhead'])}, no price per event)")
-                silent = silent or x["check"]["why"].split("; ", 1)[-1]
+                why = x["check"]["why"]  # its silence words, where the kit looked (silence.py)
+                silent = silent or why[why.find(silence.HEAD):] * (silence.HEAD in why)
             elif (x.get("check") or {}).get("verdict") == "unverified" and x.get("overhead"):
                 seen = x["check"]["seen"]
                 parts.append(f"{x['config']}: {f_slower(x['overhead'])}; " + (

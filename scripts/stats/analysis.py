@@ -9,6 +9,7 @@ import os
 import configs
 import kernel
 import workloads
+from kernel import NEVER_FIRES
 from configs import BASELINE
 from record import MEASURED, num
 from .cells import NOISY_CV, calls, cell_stats, common, config_rank, overhead, own_figures, tracer_steady
@@ -91,7 +92,7 @@ def measured_cell(c, warmups, measured, ncpu):
         c["flags"].append(f"UNSAFE: {c['corrupted']:,}/{c['calls']:,} calls corrupted")
     if c["check"]["verdict"] == "MISMATCH":
         c["flags"].append("EVENT MISMATCH: overhead not trustworthy")
-    if c["check"]["verdict"] == "NEVER FIRES":
+    if c["check"]["verdict"] == NEVER_FIRES:
         c["flags"].append("NEVER FIRES: 0 events, no price per event")
     if c["check"]["verdict"] == "DROPPED":
         c["flags"].append("EVENTS DROPPED: the tracer did not keep up")
@@ -130,7 +131,7 @@ def event_check(rows):
     elif "mismatch" in statuses:
         verdict = "MISMATCH"
     elif statuses == {"never-fires"}:  # 0 events, witnessed: a finding (record.never_fired)
-        verdict = "NEVER FIRES"
+        verdict = NEVER_FIRES
     elif "never-fires" in statuses:  # fired in some runs, in others not: no count to trust
         verdict = "unverified"
     elif all(e is None for e in exp):
@@ -152,7 +153,7 @@ def event_check(rows):
             "dropped": dropped, "verdict": verdict,
             # why it never fired, as its first such run's reason says (measure/silence.py)
             **({"why": next(r["reason"] for r in rows if r["status"] == "never-fires")}
-               if verdict == "NEVER FIRES" else {})}
+               if verdict == NEVER_FIRES else {})}
 
 
 def sites(cells):
@@ -174,7 +175,7 @@ def sites(cells):
                    "REFUSED" if failed and all(map(kernel.refused, failed)) else
                    "CRASHES" if failed and all(map(kernel.crashed, failed)) else
                    "" if not c.get("n_runs") else
-                   "NEVER FIRES" if seen == 0 and c["probe"] != "marker-noref" else
+                   NEVER_FIRES if seen == 0 and c["probe"] != "marker-noref" else
                    "safe" if c["build"].endswith("-canary") else "")
         out.append({"config": c["config"], "build": c["build"], "probe": c["probe"],
                     "tracer": c["tracer"], "threads": c["threads"], "attach": c["attach"],
