@@ -71,7 +71,10 @@ STATUSES = {
     "ok": "the tracer saw exactly the events expected",
     "agreed": "the program keeps no count, and the tracer's equals an independent witness's "
               "exactly: the kernel's hit counter in the same run, or every other tracer's "
-              "count of the same command (the reason names it)",
+              "count of the same command (the reason names it); it shows that no event was "
+              "lost between the trap and the tracer, not that the site is the one meant nor "
+              "that every event was the workload's (a probe by path counts every process "
+              "mapping the file)",
     "dropped": "the tracer said it lost events (its own drop counter), and what it saw and "
                "lost add up to every event: it did not keep up",
     "overwritten": "a flight recorder whose buffer wrapped kept only the newest events, "
