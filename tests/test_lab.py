@@ -715,11 +715,11 @@ class MixedKernel(unittest.TestCase):
                 tracer = configs.BY_NAME[name].tracer
                 with self.subTest(config=name):
                     self.assertTrue(mine, f"{name}: no row in sid's guest")
-                    for x in mine:
-                        self.assertEqual(x["status"], "ok",
-                                         f"{tracer} ({tools.get(tracer, '?')}) measured nothing "
-                                         f"in sid's guest: {name} at {x['threads']} threads, "
-                                         f"{x['status']}: {x['reason']}")
+                    for x in mine:  # (lttng-flight's ring keeps the newest: overwritten)
+                        self.assertIn(x["status"], record.LOSSLESS,
+                                      f"{tracer} ({tools.get(tracer, '?')}) measured nothing "
+                                      f"in sid's guest: {name} at {x['threads']} threads, "
+                                      f"{x['status']}: {x['reason']}")
             lab = meta["lab"]
             self.assertEqual(lab["suite"], "sid:trixie-backports")
             self.assertIn("+deb13", lab["kernel"])
