@@ -73,7 +73,7 @@ MUTANTS = [
      'return name + (workloads.get(c.workload).timing_key() if c and c.workload else "")',
      "return name", ["UserTimings"]),
     ("silence.py leaves what the command left running (issue 58)", "scripts/measure/silence.py",
-     "            os.killpg(p.pid, signal.SIGKILL)", "            pass", ["Silence"]),
+     "        os.killpg(p.pid, signal.SIGKILL)", "        pass", ["Silence"]),
     ("a witness that always agrees", "scripts/record.py",
      "    if seen + dropped != count:\n", "    if False:\n", ["test_witness"]),
     ("a workload that varies witnesses the others", "scripts/measure/witness.py",
