@@ -8,7 +8,7 @@ Nothing to run: measure/kit.py starts a workload's command where a
 configuration names one, and raise_semaphores() writes a marker's
 semaphore in the running target (through /proc/PID/mem, as tools did
 before the kernel's reference counter), which prices what the program
-computes for a listener before any probe traps.  Some 545 lines,
+computes for a listener before any probe traps.  Some 570 lines,
 past the house's ~450: the workloads' table and the verbs every real
 program shares (its binary, markers, semaphores, held target) are read
 in one place; PostgreSQL's cluster folders and their cleanup (some 150
