@@ -59,8 +59,8 @@ TIERS = {
     "guests": "root: everything that boots QEMU (make lab's guests, LAVA's job, the where "
               "plugin)",
     "userland": "root: the kit in today's Debian (a trixie root on this kernel, made once): "
-                "make run QUICK=1 and make check from a clone (make test-userland; not in "
-                "make test)",
+                "make run QUICK=1 and make check from a clone; sid's tools in a guest on "
+                "trixie's kernel (make test-userland; not in make test)",
 }
 # make test's tiers: all but the userland's, which has a target of its own
 DEFAULT_TIERS = ("check", "host", "guests")

@@ -10,7 +10,9 @@ host's own apt sources; the host's apt state untouched),
 out of the upstream tarball.  Cached in build/lab/plugin/VERSION/, the
 plugin beside it named by the hash of what it is built from.  Needs
 root, gcc, dpkg-query and the host's Debian mirror; and pkg-config and
-libglib2.0-dev where the header includes glib.h (10.0's does, 7.2's not).
+libglib2.0-dev where the header includes glib.h (10.0's does, 7.2's not:
+GLIB_PACKAGES, installed then as the lab installs its own tools; a
+trixie host has neither by default).
 
 Nothing to run: guest/steps.py calls plugin() for WHERE=1.
 """
@@ -23,6 +25,7 @@ import subprocess
 import tarfile
 import tempfile
 
+import debpkgs
 from host import ROOT, say
 from .common import LAB_DIR, LabError, sh
 
@@ -31,6 +34,7 @@ SOURCE = os.path.join(ROOT, "src", "plugin", "where.c")
 MARKS = os.path.join(ROOT, "src", "plugin", "window.h")  # the target's marks, shared
 HEADER = "qemu-plugin.h"  # include/qemu/qemu-plugin.h in the tarball
 CFLAGS = ["-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared"]
+GLIB_PACKAGES = ("pkg-config", "libglib2.0-dev")  # glib.h and its flags (QEMU 9.0 on)
 
 
 def qemu_source_version():
@@ -120,11 +124,18 @@ def header(version, log):
     return got
 
 
-def glib_cflags(h):
-    """gcc's flags for glib.h where the header H includes it, else none."""
+def glib_cflags(h, no_install):
+    """gcc's flags for glib.h where the header H includes it, else none;
+    GLIB_PACKAGES installed first where glib-2.0 is not known (unless
+    NO_INSTALL)."""
     with open(h) as f:
         if "#include <glib.h>" not in f.read():
             return []
+    if not shutil.which("pkg-config") or subprocess.run(
+            ["pkg-config", "--exists", "glib-2.0"]).returncode:
+        debpkgs.install("lab", list(GLIB_PACKAGES), no_install,
+                        {p: "WHERE=1's plugin (its qemu-plugin.h includes glib.h)"
+                         for p in GLIB_PACKAGES})
     try:
         r = subprocess.run(["pkg-config", "--cflags", "glib-2.0"], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
@@ -136,10 +147,11 @@ def glib_cflags(h):
     return r.stdout.split()
 
 
-def plugin(log):
+def plugin(log, no_install=False):
     """(the plugin's shared object, the qemu source version it was built
     for), named by its source's hash (a changed source is a new build,
-    never a stale one); LabError saying why it cannot be built."""
+    never a stale one); LabError saying why it cannot be built (what it
+    needs installed first, unless NO_INSTALL)."""
     version = qemu_source_version()
     h = header(version, log)
     digest = hashlib.sha256(" ".join(CFLAGS).encode())
@@ -149,7 +161,7 @@ def plugin(log):
     so = os.path.join(os.path.dirname(h), f"where-{digest.hexdigest()[:12]}.so")
     if os.path.exists(so):
         return so, version
-    sh(["gcc", *CFLAGS, *glib_cflags(h), "-I", os.path.dirname(h), "-o", so + ".tmp", SOURCE],
+    sh(["gcc", *CFLAGS, *glib_cflags(h, no_install), "-I", os.path.dirname(h), "-o", so + ".tmp", SOURCE],
        log)
     os.replace(so + ".tmp", so)
     return so, version

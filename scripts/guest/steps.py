@@ -138,7 +138,7 @@ def run_guests(suite, args, state, extra):
     folder they bring back."""
     run = [c for c in suite.configs() if c.name not in suite.unbuilt]
     if args.where:  # the plugin counts the guest's instructions by address (one guest)
-        so, version = plugin.plugin(suite.log)
+        so, version = plugin.plugin(suite.log, args.no_install)
         suite.plugin = (so, os.path.join(suite.dir, where.RAW))
         if os.path.exists(suite.plugin[1]):  # an earlier lab's, never mixed with this one's
             os.unlink(suite.plugin[1])
