@@ -14,7 +14,9 @@ its name, written here and nowhere else:
   sessions), `kit<pid>_<n>_path` (an EventCounter's instance), the run's
   cluster `kit<pid>_<n>-*-pg` and the kit's scratch `kit<pid>-scratch-*`
   (in build/) with its template cluster `kit<pid>-scratch-*-pg-template`;
-- make lifecycle's events: the group `kit_lc_<pid>` and its instance.
+- make lifecycle's events: the group `kit_lc_<pid>` and its instance;
+- a by-path workload's cgroup `kit<pid>_<n>` (cgroups.py), anywhere in
+  the cgroup v2 hierarchy (what still runs in it moved to the top first).
 
 A name alone proves nothing (a user's own `kitface_1`, a kit in another
 pid namespace sharing the kernel's tracefs): a name is a dead kit's only
@@ -41,6 +43,7 @@ import re
 import signal
 import tempfile
 
+import cgroups
 import kitstate
 import workloads
 from host import BUILD, say, wait_for
@@ -154,6 +157,18 @@ def sweep_folders(dead, removed, failed):
                     shown + (f" (its processes and memory: {', '.join(said)})" if said else ""))
 
 
+def sweep_cgroups(dead, removed, failed):
+    """The workloads' cgroups of the dead kits (cgroups.py)."""
+    found = cgroups.named(lambda n: owner(n, TRACEFS_NAMES[:1]) is not None)
+    for pid, names in dead_names(found, TRACEFS_NAMES[:1], dead).items():
+        for n in names:
+            try:
+                cgroups.remove(found[n], cgroups.mount())
+                removed.setdefault(pid, []).append(f"cgroup {found[n]}")
+            except OSError as e:
+                failed.append(f"cgroup {found[n]}: {e.strerror}")
+
+
 TRACER_GRACE_S = 10  # for a dead kit's tracer to detach after SIGTERM
 
 
@@ -205,6 +220,10 @@ def sweep(who):
         sweep_folders(dead, removed, failed)
     except OSError as e:
         failed.append(f"folders: {e}")
+    try:
+        sweep_cgroups(dead, removed, failed)
+    except OSError as e:
+        failed.append(f"cgroups: {e}")
     for kid in dead if not failed else ():  # (kept where something is left: tried again)
         if kid != me:  # (that record is this kit's own now)
             kitstate.forget(kid)

@@ -35,8 +35,11 @@ import host
 # 9 added its "pilot_s" and "pilots" (each tight-loop cell's pilot, PILOT_S:
 # "config/threads": runs; a cell not named there piloted "pilot" runs);
 # 10 added workload (a real program's own figures of the run, a JSON
-# object: pgbench's tps, latency_ms).  Older folders still read.
-FORMAT_VERSION = 11
+# object: pgbench's tps, latency_ms); 12 added events_others (a probe by
+# path's hits in processes not the workload's, counted apart from
+# events_seen: cgroups.py; empty where the tracer cannot tell them apart).
+# Older folders still read.
+FORMAT_VERSION = 12
 
 COLUMNS = [
     "started", "config", "build", "tracer", "probe", "action", "threads", "iterations", "rep",
@@ -45,7 +48,7 @@ COLUMNS = [
     "process_sys_ns", "tracer_user_ns", "tracer_sys_ns", "runtime", "sized_by", "pinned", "note",
     "rate", "calls", "pacing", "late", "machine_busy_ns", "machine_source", "proc_stat_busy_ns",
     "corrupted", "path", "unit", "stopped", "attach", "fork_calls", "fork_corrupted",
-    "workload",
+    "workload", "events_others",
 ]
 # What the target's own clock counts (a row's and meta.json's "unit"): host
 # nanoseconds, or guest instructions (make lab under QEMU's -icount
@@ -72,9 +75,9 @@ STATUSES = {
     "agreed": "the program keeps no count, and the tracer's equals an independent witness's "
               "exactly: the kernel's hit counter in the same run, or every other tracer's "
               "count of the same command (the reason names it); it shows that no event was "
-              "lost between the trap and the tracer, not that the site is the one meant nor "
-              "that every event was the workload's (a probe by path counts every process "
-              "mapping the file)",
+              "lost between the trap and the tracer, not that the site is the one meant "
+              "(a probe by path's hits in other processes are counted apart, events_others; "
+              "where any fired, the hit counter witnesses nothing)",
     "dropped": "the tracer said it lost events (its own drop counter), and what it saw and "
                "lost add up to every event: it did not keep up",
     "overwritten": "a flight recorder whose buffer wrapped kept only the newest events, "
@@ -180,9 +183,13 @@ class Events:
     tracer_cpu_ns: tuple = None  # (user, system) of a daemon the back-end measured itself
     runtime: str = ""  # the tracer's runtime, where it has several (SystemTap)
     # A second count of the same events by the same tracer, (what, n), that
-    # must equal seen + dropped (ftrace: uprobe_profile's hits beside the
+    # must equal seen + dropped + others (ftrace: uprobe_profile's hits beside the
     # events its ring buffer recorded); None where there is none to trust.
     also: tuple = None
+    # A probe by path's hits in other processes than the workload's (its
+    # cgroup's, cgroups.py), counted apart from SEEN; None where not counted.
+    others: int = None
+    apart: bool = False  # SEEN is the workload's events alone (by path: its cgroup's)
 
 
 def expected_events(attached, expect, calls):
@@ -205,6 +212,7 @@ def verdict(attached, expected, ev, overwrite=False, corrupted=0, calls=None, re
     return never_fired(status, reason, ev.seen, ev.dropped, whose, real)
 
 
+OTHERS = "hits from other processes"  # a probe by path's, not the workload's (Events.others)
 NEVER_HEAD = "0 events: the marker never fired (nor did "  # + whose count, " count any)"
 
 
@@ -223,14 +231,29 @@ def count_verdict(attached, expected, ev, overwrite=False, corrupted=0, calls=No
                              "overwritten while probed")
     if not attached:
         return "ok", ""
-    if ev.also is not None and ev.seen is not None and ev.also[1] != ev.seen + ev.dropped:
+    also = ev.also
+    if also is not None and ev.others and ev.seen is not None:
+        # The hit counter counts every process's traps: with other
+        # processes' among them it cannot witness the workload's count
+        # (their split is the tracer's own); it can only bound it.
+        if ev.seen + ev.dropped + ev.others > also[1]:
+            return "mismatch", (f"the tracer counted {ev.seen} of the workload's events"
+                                + (f", {ev.dropped} lost" if ev.dropped else "")
+                                + f" and {ev.others} {OTHERS}: more than the {also[1]} "
+                                f"{also[0]}")
+        if expected is None:
+            return "unverified", (f"{also[1]} {also[0]} hold {ev.others} {OTHERS} too, so the "
+                                  "kernel's counter cannot witness the workload's "
+                                  f"{ev.seen} events")
+        also = None
+    if also is not None and ev.seen is not None and also[1] != ev.seen + ev.dropped:
         return "mismatch", (f"the tracer's counts disagree: {ev.seen} events recorded"
                             + (f" and {ev.dropped} lost" if ev.dropped else "")
-                            + f", {ev.also[1]} {ev.also[0]}"
+                            + f", {also[1]} {also[0]}"
                             + (f"; expected {expected}" if expected is not None else ""))
-    if expected is None and ev.also is not None and ev.seen is not None:
+    if expected is None and also is not None and ev.seen is not None:
         # no count of the program's: the kernel's own, in the same run, is the witness
-        return witnessed(ev.seen, ev.dropped, ev.also[1], f"{SAME_RUN} ({ev.also[0]})")
+        return witnessed(ev.seen, ev.dropped, also[1], f"{SAME_RUN} ({also[0]})")
     if expected is None:
         return "unverified", ev.note or "this configuration cannot count its events"
     if ev.dropped:

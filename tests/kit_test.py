@@ -165,6 +165,10 @@ def tracing_state():
                            for f in glob.glob(os.path.join(host.SHM, pat)))
     with open("/proc/sysvipc/shm") as f:
         s["shm"] = sorted(" ".join(ln.split()[:2]) for ln in f.readlines()[1:])
+    # a by-path workload's cgroups (cgroups.py), anywhere in the hierarchy
+    import cgroups
+    import leftovers
+    s["cgroups"] = sorted(cgroups.named(lambda n: leftovers.owner(n) is not None).values())
     # the kits registered in root's state (kitstate.py): none left by a kit
     # that ended, in any way but SIGKILL
     import kitstate

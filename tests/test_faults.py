@@ -13,6 +13,7 @@ import unittest
 from kit_test import (ROOT, RUN_PY, SCRIPTS, StateTest, build, descendants, kill_during, kit,
                       need_root, need_tracer, pids_of, rows_of, run, start_kit, tracing_state, unavailable,
                       wait_for)
+import cgroups
 import configs
 import elfinfo
 import host
@@ -723,7 +724,7 @@ class KilledKit(StateTest):
         theirs_folder = os.path.join(shm, f"{leftovers.run_tag(kid, 3)}-abcd_123-pg")
         theirs = tempfile.mkdtemp()
         os.chown(theirs, self.OTHER, self.OTHER)
-        procs = {}
+        procs, cgs = {}, {}
         try:
             for g in groups.values():
                 tracefs.add_uprobe(g, f"{g}_single_trace", target, off)
@@ -750,6 +751,16 @@ class KilledKit(StateTest):
             kitstate.write(kid, {"pid": dead.pid, "start": "1", "pidns": kitstate.pid_ns(),
                                  "tracers": [[procs["tracer"].pid,
                                               kitstate.start_time(procs["tracer"].pid)]]})
+            # a by-path workload's cgroups (cgroups.py): the dead kit's with
+            # its command's process still in it, and the live kit's
+            top = cgroups.mount()
+            for k in ("dead", "live") if top else ():
+                cgs[k] = os.path.join(top, groups[k])
+                os.mkdir(cgs[k])
+            if top:
+                procs["command"] = subprocess.Popen(["sleep", "300"], start_new_session=True)
+                with open(os.path.join(cgs["dead"], "cgroup.procs"), "w") as f:
+                    f.write(str(procs["command"].pid))
             with tempfile.TemporaryDirectory() as res:
                 r = kit(["--quick", "1", "--threads", "1", "--configs", "baseline"], res)
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
@@ -770,6 +781,11 @@ class KilledKit(StateTest):
                 self.assertFalse(os.path.exists(os.path.join(t, "instances", groups[k])))
             self.assertIn(folders["dead"], said[0])
             self.assertFalse(os.path.exists(folders["dead"]))
+            if cgs:
+                self.assertIn(f"cgroup {cgs['dead']}", said[0])
+                self.assertFalse(os.path.exists(cgs["dead"]))
+                self.assertTrue(os.path.isdir(cgs["live"]))
+                self.assertIsNone(procs["command"].poll(), "the kit killed what was in it")
             self.assertIn(f"build/{os.path.basename(folders['scratch'])}", said[0])
             self.assertFalse(os.path.exists(folders["scratch"]))
             for k in ("live", "not the kit's", "not whole", "a user's kitface"):
@@ -786,7 +802,7 @@ class KilledKit(StateTest):
             kitstate.forget(kid)
             kitstate.forget(leftovers.kit_id(live))
             self.clean(procs, groups, t, [*folders.values(), planted, theirs_folder, theirs],
-                       mount)
+                       mount, cgs)
 
     def test_a_killed_kits_bpftrace_is_stopped_by_the_next(self):
         """A kit SIGKILLed while its bpftrace on a path (a user-* row) runs:
@@ -844,10 +860,11 @@ class KilledKit(StateTest):
                         pass
 
     @staticmethod
-    def clean(procs, groups, t, paths, mount):
+    def clean(procs, groups, t, paths, mount, cgs=None):
         """Whatever the test made and the kit left, each step on its own."""
         from tracers import tracefs
         steps = [lambda p=p: (p.kill(), p.wait()) for p in procs.values()]
+        steps += [lambda d=d: cgroups.remove(d, cgroups.mount()) for d in (cgs or {}).values()]
         for g in groups.values():
             steps += [lambda g=g: tracefs.remove_instance(os.path.join(t, "instances", g),
                                                           f"{g}/{g}_single_trace"),

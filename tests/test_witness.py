@@ -224,6 +224,88 @@ class NeverFires(unittest.TestCase):
         self.assertEqual(event_check([r, fired])["verdict"], "unverified")
 
 
+class OtherProcesses(unittest.TestCase):
+    """Issue 58, part 4: a probe by path traps in every process that maps
+    the file; the workload's events are counted apart from other
+    processes' (cgroups.py), only the workload's are judged and priced, and
+    the kernel's hit counter, which counts both, witnesses nothing where
+    others fired.  The tool outputs are perf 6.1's and bpftrace 0.17's
+    from a run here (build/throw 300 in the cgroup, 500 throws outside)."""
+
+    def test_others_make_the_hit_counter_no_witness(self):
+        # 2,000 of the workload's, 530 of others', 2,600 hits (70 others'
+        # before perf's enable): the counter bounds the count, no more
+        st, why = record.verdict(True, None, Events(2000, 0, also=("hits", 2600), others=530,
+                                                    apart=True), real=True)
+        self.assertEqual(st, "unverified")
+        self.assertEqual(why, "2600 hits hold 530 hits from other processes too, so the "
+                              "kernel's counter cannot witness the workload's 2000 events")
+        # more than the counter saw: 2,000 + 700 > 2,600
+        st, why = record.verdict(True, None, Events(2000, 0, also=("hits", 2600), others=700))
+        self.assertEqual(st, "mismatch")
+        self.assertIn("2000 of the workload's events and 700 hits from other processes: more "
+                      "than the 2600 hits", why)
+        # none of others': the counter witnesses as before
+        st, why = record.verdict(True, None, Events(2000, 0, also=("hits", 2000), others=0,
+                                                    apart=True))
+        self.assertEqual((st, why), ("agreed", f"agreed with {record.SAME_RUN} (hits): 2000 "
+                                               "events"))
+        # the workload's marker silent while others' fired: no never-fires
+        st, _ = record.verdict(True, None, Events(0, 0, also=("hits", 40), others=40), real=True)
+        self.assertEqual(st, "unverified")
+
+    def test_perf_stat_by_cgroup(self):
+        text = ("# started on Sat Dec  5 20:35:09 2026\n\n"
+                "300,,kittestg:kittest,kittest,6195768,100.00,,\n"
+                "800,,kittestg:kittest,,5002753095,100.00,,\n")
+        self.assertEqual(perf.stat_counts(text, "kittestg:kittest", True),
+                         {"kittest": 300, None: 800})
+        # without -G the fourth field is the running time, not a cgroup
+        self.assertEqual(perf.stat_counts("800,,g:e,5002753095,100.00,,\n", "g:e"), {None: 800})
+        self.assertEqual(perf.stat_counts(text, "kittestg:other", True), {})
+
+    def test_bpftrace_by_cgroup(self):
+        self.assertEqual(bpftrace.BY_CGROUP, "@events[cgroup] = count();")
+        prog = bpftrace.Bpftrace.program(mock.Mock(
+            build="/lib/libstdc++.so.6", cfg=mock.Mock(marker="throw", action="count"),
+            workload=mock.Mock(provider="libstdcxx"), group=mock.Mock(id=25)))
+        self.assertIn('usdt:"/lib/libstdc++.so.6":libstdcxx:throw { @events[cgroup] = count(); }',
+                      prog)
+
+    def test_a_count_that_holds_others_is_not_agreed(self):
+        # ftrace and bpftrace counted 1,000 a run apart (others: 400 at
+        # most); stap counts every process: 4,800 in 2 runs, 2,800 more
+        rows = [dict(row("user-ftrace", "ftrace", "unverified", 2000, 2, "hits hold ..."),
+                     events_others="400"),
+                dict(row("user-bpftrace", "bpftrace", "unverified", 2000, 2, UNVERIFIED),
+                     events_others="200"),
+                dict(row("user-stap", "stap", "unverified", 4800, 2, UNVERIFIED),
+                     events_others="")]
+        got = witness.judge(rows)
+        self.assertEqual(list(got), [2])
+        st, why, expected = got[2]
+        self.assertEqual((st, expected), ("unverified", 2000))
+        self.assertIn("stap counts every process mapping it, and other processes fired the "
+                      "marker during this family's runs (up to 400 hits from other processes in "
+                      "a run that counted them apart): 4800 events, 2800 more than the "
+                      "workload's own 2000 by bpftrace, ftrace", why)
+        # fewer than the workload's own: the tracer's miscount
+        rows[2]["events_seen"] = "1999"
+        self.assertEqual(witness.judge(rows)[2][0], "mismatch")
+        # priced on the workload's own, not on the 4,800
+        from render import summary
+        o = {"mean_ns": 4800.0, "lo_ns": 2400.0, "hi_ns": 7200.0}
+        x = {"overhead": o, "check": {"seen": 4800, "expected": 2000}, "calls": 2, "threads": 1}
+        self.assertEqual(summary.per_event(x, witness.workloads.get("user"))["mean_ns"], 4.8)
+        # a cell's others, summed over its runs (the terminal's words)
+        from stats.analysis import event_check
+        self.assertEqual(event_check(rows[:2])["others"], 600)
+        self.assertNotIn("others", event_check(rows[2:]))
+        self.assertEqual(summary.others({"check": {"others": 600}}),
+                         "; 600 hits from other processes in its runs, not the workload's "
+                         "(not priced)")
+
+
 class Silence(unittest.TestCase):
     """measure/silence.py: why a marker never fired, from one more run of
     the command whose processes' maps the kit looks at, by device and

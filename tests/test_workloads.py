@@ -536,6 +536,54 @@ class OneCommand(UserRows):
         for t in ("ftrace", "bpftrace", "perf", "stap"):
             self.assertRegex(answers, rf"\n  - user-{t}: [-+][\d,.]+% .*ns/event; vs loop[ :]", t)
 
+    def test_a_second_program_counted_apart(self):
+        """Issue 58, part 4: another program (build/throw too, in a loop of
+        its own, started by the test outside the kit) fires the same
+        marker in the same libstdc++ all through the run.  ftrace, bpftrace
+        and perf count the command's throws exactly, 1,000 a run, and the
+        others' hits apart (their sum is over 0); the kernel's hit counter,
+        which counts both, witnesses none of them; SystemTap, which counts
+        every process, is never `agreed` and is priced on the workload's
+        own; the cgroups are gone after."""
+        import cgroups
+        if not cgroups.mount():
+            unavailable(self, "no cgroup2 mount here")
+        loop = subprocess.Popen(["sh", "-c", f"while :; do {self.prog} 200; sleep 0.01; done"],
+                                stdout=subprocess.DEVNULL, start_new_session=True)
+        try:
+            with tempfile.TemporaryDirectory() as res:
+                r = self.user(f"{self.prog} 1000", res, target=self.lib,
+                              probe="libstdcxx:throw")
+                self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+                rows, folder = rows_of(res)
+                self.answer(folder)
+                with open(os.path.join(folder, "report.md")) as f:
+                    out = f.read()
+        finally:
+            os.killpg(loop.pid, signal.SIGKILL)
+            loop.wait()
+        traced = [x for x in rows if x["rep"] not in ("", "0") and x["tracer"] != "none"]
+        self.assertEqual({x["tracer"] for x in traced}, {"ftrace", "bpftrace", "perf", "stap"})
+        for t in ("ftrace", "bpftrace", "perf"):
+            mine = [x for x in traced if x["tracer"] == t]
+            for x in mine:
+                with self.subTest(tracer=t, rep=x["rep"]):
+                    self.assertEqual(int(x["events_seen"]), 1000 * int(x["calls"]), x["reason"])
+                    self.assertNotEqual(x["events_others"], "", x["note"])
+                    if int(x["events_others"]):
+                        self.assertNotEqual(x["status"], "agreed", x["reason"])
+                        self.assertIn(f"hits from other processes, counted apart", x["note"])
+            self.assertGreater(sum(int(x["events_others"]) for x in mine), 0, t)
+        for x in [x for x in traced if x["tracer"] == "stap"]:
+            self.assertEqual(x["events_others"], "")
+            self.assertGreaterEqual(int(x["events_seen"]), 1000 * int(x["calls"]))
+            if int(x["events_seen"]) > 1000 * int(x["calls"]):
+                self.assertEqual(x["status"], "unverified", x["reason"])
+                self.assertIn("stap counts every process mapping it", x["reason"])
+                self.assertEqual(int(x["events_expected"]), 1000 * int(x["calls"]))
+        self.assertRegex(out, r"\n  - user-(ftrace|bpftrace|perf): .*[\d,]+ hits from other "
+                              r"processes in its runs")
+
     def test_a_marker_that_never_fires(self):
         with tempfile.TemporaryDirectory() as res:
             r = self.user(f"{self.prog} 0", res, target=self.lib, probe="libstdcxx:throw")

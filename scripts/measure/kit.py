@@ -15,6 +15,7 @@ import tempfile
 import time
 import traceback
 
+import cgroups
 import configs
 import record
 import tracers
@@ -54,6 +55,9 @@ class Run:
         self.raised_in = 0  # in how many processes (workloads.semaphore_holders)
         self.prepared = []  # the workload's own arguments (Workload.prepare)
         self.bystanders = []  # processes of its program not the kit's, at the attach
+        # a by-path workload's own cgroup (cgroups.Group, from its release
+        # to its cleanup), or why it has none
+        self.group, self.group_why = None, ""
         kit.serial += 1
         self.tag = leftovers.run_tag(kit.id, kit.serial)
         paced = "" if rate == TIGHT else f"-rate{rate}"
@@ -185,6 +189,8 @@ class Kit:
                     raise TracerError(f"{run.workload.name}: the target never reached its gate "
                                       "(a read of stdin)")
                 run.bystanders = run.workload and run.workload.bystanders()
+                if run.workload and run.workload.by_path:
+                    self.group_workload(run)
                 attach()
                 if cfg.semaphores:
                     holders = run.workload.semaphore_holders(run.target_pid)
@@ -214,10 +220,27 @@ class Kit:
                         self.sup.detach(uret, run)
                 finally:
                     if run.workload:  # after the target's session is killed (detach)
-                        run.workload.cleanup(run.scratch, run.log)
+                        try:
+                            run.workload.cleanup(run.scratch, run.log)
+                        finally:
+                            if run.group:
+                                run.group.remove()
         if tracer.uprobes and not uret:
             path = paths.entry_path(rec["uprobe_maps"], ev.seen)
         return rec, rusage, ev, path, cmd
+
+    @staticmethod
+    def group_workload(run):
+        """The held target and what it started (a cluster's postmaster) in
+        a cgroup of the run's own, so a probe by path counts the workload's
+        events apart from other processes' (cgroups.py)."""
+        run.group, run.group_why = cgroups.make(run.tag)
+        if run.group:
+            try:
+                run.group.add([run.target_pid, *host.below(run.target_pid)])
+            except OSError as e:
+                raise TracerError(f"could not put the workload in its cgroup "
+                                  f"{run.group.path}: {e.strerror or e}")
 
     @staticmethod
     def tracer_cpu(ev, rusage, rec, wrapped):
@@ -243,8 +266,15 @@ class Kit:
             note += f"; {run.workload.name} counts {run.workload.counted}"
         if run.bystanders and tracer.attaches:
             note += (f"; {len(run.bystanders)} other processes ran {run.build} at the attach "
-                     f"(pids {' '.join(map(str, run.bystanders[:10]))}): a probe by path "
-                     "counted their events too")
+                     f"(pids {' '.join(map(str, run.bystanders[:10]))})" + (
+                         ": their events counted apart" if ev.apart else
+                         ": a probe by path counted their events too"))
+        if ev.others:
+            note += f"; {ev.others} {record.OTHERS}, counted apart (not the workload's events)"
+        elif run.workload and run.workload.by_path and tracer.attaches and not ev.apart:
+            note += ("; its count may hold other processes' events: " + (
+                run.group_why or f"{tracer.name} counts every process mapping it, and is not "
+                "told which is the workload's"))
         if rec.get("workload"):  # the program's own figures (pgbench's), a column
             row["workload"] = json.dumps(rec["workload"], sort_keys=True)
         if run.raised:
@@ -252,7 +282,7 @@ class Kit:
                 f"{m}'s semaphore (it read {v})" for m, v in run.raised.items()) + (
                 f" in {run.raised_in} processes" if run.raised_in > 1 else "")
         row.update(events_seen=ev.seen, events_dropped=ev.dropped, note=note.lstrip("; "),
-                   runtime=ev.runtime)
+                   runtime=ev.runtime, events_others=ev.others)
         calls, planned = row["calls"], run.threads * run.iterations
         fired = None
         if run.workload and "fired" in rec:

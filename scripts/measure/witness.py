@@ -62,17 +62,51 @@ def judge(rows):
         kernel = [rows[i] for i in idx if record.kernel_witnessed(rows[i])
                   and count(rows[i]["calls"]) and count(rows[i]["rep"])]
         call = workloads.get(f[0]).call
+        # the runs that told the workload's events apart from other
+        # processes' (cgroups.py), and the most hits of others one counted
+        apart = [rows[i] for i in idx if count(rows[i].get("events_others")) is not None
+                 and count(rows[i]["calls"]) and count(rows[i]["rep"])]
+        most = max((count(w["events_others"]) for w in apart), default=0)
         for i in idx:
             r = rows[i]
             seen, calls = count(r["events_seen"]), count(r["calls"])
+            if r["status"] != "unverified" or seen is None or not calls:
+                continue
+            if most and count(r.get("events_others")) is None:  # its count may hold others'
+                out[i] = mixed(r, seen, calls, [w for w in apart if w["tracer"] != r["tracer"]],
+                               most, call)
+                continue
             others = [w for w in kernel if w["tracer"] != r["tracer"]]
-            if r["status"] != "unverified" or seen is None or not calls or not others:
+            if not others:
                 continue
             out[i] = against(r, seen, calls, others, call)
             if out[i][0] == "never-fires" and workloads.get(f[0]).why_silent():
                 out[i] = (out[i][0], out[i][1] + "; " + workloads.get(f[0]).why_silent(),
                           out[i][2])
     return out
+
+
+def mixed(r, seen, calls, apart, most, call):
+    """(status, reason, events expected) of row R, SEEN events in CALLS
+    calls, whose tracer counts every process mapping the file, where other
+    processes fired the marker during the family's runs (up to MOST hits
+    counted apart in one) and the runs APART counted the workload's own:
+    never `agreed` (its count may hold theirs); the workload's events are
+    APART's where those agree on a number a call."""
+    per_call = {Fraction(count(w["events_seen"]) + (count(w["events_dropped"]) or 0),
+                         count(w["calls"])) for w in apart}
+    said = (f"{r['tracer']} counts every process mapping it, and other processes fired the "
+            f"marker during this family's runs (up to {most} {record.OTHERS} in a run that "
+            "counted them apart)")
+    if len(per_call) != 1 or min(per_call) * calls != int(min(per_call) * calls):
+        return "unverified", f"{said}: its {seen} events may hold theirs", None
+    expected = int(min(per_call) * calls)
+    tracers = ", ".join(sorted({w["tracer"] for w in apart}))
+    if seen < expected:
+        return "mismatch", (f"the tracer saw {seen} events in {calls} {call}s, fewer than the "
+                            f"workload's own {expected} by {tracers}"), expected
+    return "unverified", (f"{said}: {seen} events, {seen - expected} more than the "
+                          f"workload's own {expected} by {tracers}"), expected
 
 
 def against(r, seen, calls, others, call):

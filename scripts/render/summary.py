@@ -17,7 +17,7 @@ import predict
 import workloads
 from measure import silence
 from configs import BASELINE, real
-from record import LOSSLESS, STATUSES
+from record import LOSSLESS, OTHERS, STATUSES
 from render.formats import (f_interval, f_ns, f_overhead, f_rate, f_slower, f_x, failure_groups,
                             normalise, reading, table, where)
 from render.guest import guest_2011, guest_head, guest_line
@@ -72,8 +72,10 @@ def per_event(x, w):
     own count (the program's, where it keeps one, is the same: quotable);
     and where its threads take turns (workload W's `serial`: the GIL, one
     CPU), a thread's wall time a call holds every thread's calls, so over
-    the threads too."""
-    o, seen = x["overhead"], (x.get("check") or {}).get("seen")
+    the threads too.  A count that holds other processes' hits (a tracer
+    that cannot tell them apart) is priced on the workload's own, its
+    witness's."""
+    o, seen = x["overhead"], predict.workload_events(x.get("check"))
     if seen == 0:  # never fired: no event to price (zero is a finding)
         return {**o, "mean_ns": None, "lo_ns": None, "hi_ns": None}
     k = seen / x["calls"] if seen and x.get("calls") else 1.0
@@ -129,6 +131,13 @@ def loop_line(program, preds):
     return lines
 
 
+def others(x):
+    """'; N hits from other processes ...' where cell X's tracer counted any
+    apart from the workload's events (cgroups.py), else ''."""
+    n = (x.get("check") or {}).get("others")
+    return f"; {n:,} {OTHERS} in its runs, not the workload's (not priced)" if n else ""
+
+
 def real_lines(a):
     """Per real program and thread count: what raising its semaphores
     costs with no probe, its cheapest and dearest tracer that saw every
@@ -161,7 +170,7 @@ def real_lines(a):
                          f"{f_overhead(per_event(x, w))} ns/event"
                          + (f"; vs loop {loop_ratio(p)} {p['verdict']}"
                             if user and p and p["verdict"] else
-                            f"; vs loop: {p['why_not']}" if user and p else ""))
+                            f"; vs loop: {p['why_not']}" if user and p else "") + others(x))
         for x in traced:
             if quotable(x):
                 continue
@@ -171,11 +180,13 @@ def real_lines(a):
                 why = x["check"]["why"]  # its silence words, where the kit looked (silence.py)
                 silent = silent or why[why.find(silence.HEAD):] * (silence.HEAD in why)
             elif (x.get("check") or {}).get("verdict") == "unverified" and x.get("overhead"):
-                seen = x["check"]["seen"]
+                seen = predict.workload_events(x["check"])
                 parts.append(f"{x['config']}: {f_slower(x['overhead'])}; " + (
                     f"{seen / x['calls']:,.1f} events a {w.call}, unverified"
+                    + (f" (its count, {x['check']['seen']:,}, held other processes' hits)"
+                       if seen != x["check"]["seen"] else "")
                     if seen is not None else
-                    "nothing counts its events (a probe that records nothing)"))
+                    "nothing counts its events (a probe that records nothing)") + others(x))
             else:
                 parts.append(f"{x['config']}: {cost_cell(x)}")
         many = f" ({w.threads_are})" if c["threads"] > 1 and w.threads_are else ""

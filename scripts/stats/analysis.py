@@ -151,6 +151,9 @@ def event_check(rows):
             "seen": sum(s for s in seen if s is not None) if any(s is not None for s in seen)
             else None,
             "dropped": dropped, "verdict": verdict,
+            # a probe by path's hits in other processes, where counted apart (cgroups.py)
+            **({"others": sum(o)} if (o := [n for r in rows if (n := num(
+                r.get("events_others"))) is not None]) else {}),
             # why it never fired, as its first such run's reason says (measure/silence.py)
             **({"why": next(r["reason"] for r in rows if r["status"] == "never-fires")}
                if verdict == NEVER_FIRES else {})}

@@ -22,12 +22,17 @@ from . import tracefs
 from .attached import LIVE_LIMIT_S, POLL_S, Process, TracerGone, held_links
 from .base import LIVE_LINE, LOG_TAIL, Events, RunState, Tracer, TracerError
 
+COUNT = "@events = count();"
+# A by-path probe's count keyed by the process's cgroup v2 id (the same
+# per-CPU map, one more helper call an event): the workload's cgroup's
+# (cgroups.py) apart from every other process's.
+BY_CGROUP = "@events[cgroup] = count();"
 HANDLERS = {
     "nothing": "",  # the trap and an empty program: no count to check
-    "count": "@events = count();",
+    "count": COUNT,
     # (a return probe's record keeps the return value's register, retval)
-    "record-return": "@ts[tid] = nsecs; @arg[tid] = retval; @events = count();",
-    "record": "@ts[tid] = nsecs; @arg[tid] = arg0; @events = count();",
+    "record-return": f"@ts[tid] = nsecs; @arg[tid] = retval; {COUNT}",
+    "record": f"@ts[tid] = nsecs; @arg[tid] = arg0; {COUNT}",
 }
 
 
@@ -82,7 +87,10 @@ class Bpftrace(Tracer):
         path = cls.quoted(run.build)
         if run.workload:
             probe = f"usdt:{path}:{run.workload.provider}:{run.cfg.marker}"
-            return f'BEGIN {{ printf("{LIVE_LINE}\\n"); }} {probe} {{ {HANDLERS[run.cfg.action]} }}'
+            body = HANDLERS[run.cfg.action]
+            if run.group:  # by path: the count keyed by cgroup, the workload's apart
+                body = body.replace(COUNT, BY_CGROUP)
+            return f'BEGIN {{ printf("{LIVE_LINE}\\n"); }} {probe} {{ {body} }}'
         if run.cfg.probe == "function":
             probe = f"uprobe:{path}:single_trace"
         elif run.cfg.probe == "return":
@@ -114,11 +122,19 @@ class Bpftrace(Tracer):
             out = f.read()
         with open(run.log, "a") as f:
             f.write(out[-LOG_TAIL:])
-        m = re.search(r"^@events: (\d+)$", out, re.M)
         nothing = not HANDLERS[run.cfg.action]
-        if not m and not nothing:
-            raise TracerError("bpftrace printed no @events count")
-        seen = int(m.group(1)) if m else None
+        others = None
+        if run.group and not nothing:
+            # @events[CGROUP ID]: N, a line per cgroup that fired; an empty
+            # keyed map prints nothing (no event anywhere: its exit status,
+            # checked below, says it ended as asked)
+            by = {int(k): int(v) for k, v in re.findall(r"^@events\[(\d+)\]: (\d+)$", out, re.M)}
+            seen, others = by.pop(run.group.id, 0), sum(by.values())
+        else:
+            m = re.search(r"^@events: (\d+)$", out, re.M)
+            if not m and not nothing:
+                raise TracerError("bpftrace printed no @events count")
+            seen = int(m.group(1)) if m else None
         lost = sum(int(x) for x in re.findall(r"Lost (\d+) events", out))
         if not live:
             return Events(seen, lost)
@@ -127,7 +143,11 @@ class Bpftrace(Tracer):
         how = "every process mapping it" if run.workload.by_path else f"-p {run.target_pid}"
         return Events(seen, lost, ("its probe records nothing, so nothing counts its events; "
                                    if nothing else "") + f"bpftrace on {how}, started beside "
-                      "the held target; its probes live at its BEGIN", tracer_cpu_ns=live.cpu_ns)
+                      "the held target; its probes live at its BEGIN" + (
+                          f"; its count keyed by cgroup (the workload's is {run.group.id})"
+                          if others is not None else ""),
+                      tracer_cpu_ns=live.cpu_ns, others=others,
+                      apart=others is not None)
 
     def detach(self, run):
         self.stop_live(run)

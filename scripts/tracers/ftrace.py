@@ -80,6 +80,10 @@ class Ftrace(Tracer):
                                       f"threads holds {MAX_FILTERED_THREADS} (a page)")
                 tracefs.write(os.path.join(ev, "filter"),
                               " || ".join(f"common_pid == {t}" for t in tids))
+            if run.group:  # by path: the ring keeps the workload's tasks, and their forks'
+                tracefs.write(os.path.join(inst, "options", "event-fork"), "1")
+                tracefs.write(os.path.join(inst, "set_event_pid"), " ".join(
+                    str(t) for p in run.group.pids() for t in tasks(p)))
             tracefs.write(os.path.join(ev, "enable"), "1")
         except OSError as e:
             if e.errno == kernel.REFUSED_ERRNO:
@@ -90,6 +94,8 @@ class Ftrace(Tracer):
             f.write(f"uprobe_events: {spec}\ninstance: {inst} (overwrite)"
                     + (", filtered on the target's threads" if run.workload
                        and not run.workload.by_path else "")
+                    + (f", set_event_pid: the cgroup {run.group.name}'s tasks and their forks"
+                       if run.group else "")
                     + "\n")
 
     def events(self, run):
@@ -111,7 +117,16 @@ class Ftrace(Tracer):
             also = None
             note += (f"; the ring buffer keeps the target's threads only, while the hits count every "
                      f"process mapping {run.build}, so the recorded events decide")
-        return Events(recorded, lost, note, also=also)
+        others = None
+        if run.group:
+            # the ring keeps the workload's tasks (set_event_pid), the hit
+            # counter every process's: the rest of the hits are others'
+            # (the split rests on set_event_pid; the counter cannot say whose)
+            note += "; the ring buffer keeps the workload's tasks (set_event_pid)"
+            if also:
+                others = max(0, also[1] - recorded - lost)
+                note += ", the rest of the hits are other processes'"
+        return Events(recorded, lost, note, also=also, others=others, apart=bool(run.group))
 
     def detach(self, run):
         if run.state.instance:  # kept until removed: if this raises, cleanup tries again

@@ -187,7 +187,10 @@ class Perf(Tracer):
         """perf stat or record on the run's event, before its target."""
         ev = run.state.event
         if run.cfg.mode == "stat":
-            return ["perf", "stat", "-x,", "-e", ev, "-o", run.state.data + ".stat"]
+            # by path: the event counted twice, in the workload's cgroup
+            # (-G applies to the events before it) and in all (cgroups.py)
+            apart = ["-G", run.group.name, "-e", ev] if run.group else []
+            return ["perf", "stat", "-x,", "-e", ev, *apart, "-o", run.state.data + ".stat"]
         return ["perf", "record", "-q", "-e", ev, "-o", run.state.data]
 
     def wrap(self, run, cmd):
@@ -205,18 +208,24 @@ class Perf(Tracer):
                 text = f.read()
             with open(run.log, "a") as f:
                 f.write(text)
-            m = re.search(r"^(\d+),[^,]*," + re.escape(run.state.event) + ",", text, re.M)
-            if not m:
+            counts = stat_counts(text, run.state.event, bool(run.group))
+            if None not in counts:
                 raise TracerError("perf stat printed no count for the event")
             note = "counted in the kernel (perf stat" + (
                 " beside the held target, enabled at its gate)" if live else ")")
+            seen, others = counts[None], None
+            if run.group:
+                if run.group.name not in counts:
+                    raise TracerError(f"perf stat printed no count in the cgroup {run.group.name}")
+                seen, others = counts[run.group.name], counts[None] - counts[run.group.name]
+                note += f"; the workload's in its cgroup (-G {run.group.name}), the rest apart"
             also = None
             if run.workload and run.workload.by_path:  # perf stat -a: every trap, as the kernel's
                 also, said = tracefs.profile_witness(run.state.event.split(":")[1], run.build,
                                                      run.threads)
                 note += f"; {said}"
-            return Events(int(m.group(1)), 0, note, also=also,
-                          tracer_cpu_ns=live and live.cpu_ns)
+            return Events(seen, 0, note, also=also, tracer_cpu_ns=live and live.cpu_ns,
+                          others=others, apart=others is not None)
         out = self.sh(["perf", "report", "-i", data, "--stats"], log=run.log, whole=False)
         m = re.search(r"SAMPLE events:\s+(\d+)", out)
         if not m:
@@ -343,6 +352,19 @@ class Attached(Process):
                 if os.path.exists(f):
                     os.remove(f)
             self.events.stop(limit)
+
+
+def stat_counts(text, event, grouped=False):
+    """{cgroup or None: count} of EVENT in perf stat -x,'s TEXT, read by
+    meaning: a line is count, unit, event, then (where -G was GROUPED) the
+    cgroup's name, empty for the count in all, then its running time and
+    share."""
+    out = {}
+    for line in text.splitlines():
+        f = line.split(",")
+        if len(f) > 3 and f[2] == event and f[0].isdigit():
+            out[(f[3] or None) if grouped else None] = int(f[0])
+    return out
 
 
 BACKEND = Perf()

@@ -1,0 +1,122 @@
+"""cgroups.py: a cgroup of the kit's own for a real program's processes,
+so that a probe by path (a user's command, PostgreSQL's backends: every
+process mapping the file) tells the workload's events from other
+processes' (issue 58).
+
+A run of a by-path workload moves its held target, and what it started
+before the hold, into a cgroup v2 folder named after the run (its tag,
+`kit<pid>_<n>`, which leftovers.py knows), made below the kit's own
+cgroup (so no controller the kit's group lacks, and the same CPU share);
+whatever they start after inherits it.  bpftrace keys its count by `cgroup` (the folder's inode,
+what bpf_get_current_cgroup_id() gives), perf stat counts the event once
+in that cgroup (-G NAME) and once in all, ftrace keeps its ring buffer to
+the group's tasks (set_event_pid, following their forks); the rest of
+the kernel's hits are other processes'.  Being in the group costs the
+workload nothing measurable: the folder enables no controller, and the
+untraced rows run in one too.  Where the machine has no cgroup2 mount (a
+lab guest mounts none) there is no group, and a row says its count may
+hold other processes' events.
+
+Nothing to run: measure/kit.py makes one per run, leftovers.py removes a
+dead kit's.
+"""
+import os
+
+CGROUP2 = "cgroup2"
+
+
+def mount():
+    """Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or
+    /sys/fs/cgroup/unified on a hybrid host), by /proc/self/mountinfo's
+    file system type; None where it is not."""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields, fstype = left.split(), right.split()[:1]
+        # (a root file system's bind of it: its mountinfo root is not "/")
+        if fstype == [CGROUP2] and len(fields) > 4 and fields[3] == "/":
+            return fields[4].replace("\\040", " ")
+    return None
+
+
+class Group:
+    """One cgroup of the kit's: made exclusively (a name already there is
+    refused, never reused), given processes by pid, removed with any
+    process still in it moved back to where the kit itself is."""
+
+    def __init__(self, top, name):
+        self.home = os.path.join(top, own_group().lstrip("/"))
+        self.path = os.path.join(self.home, name)
+        self.name = os.path.relpath(self.path, top)  # perf stat -G's, from the mount
+        os.mkdir(self.path, 0o755)  # (FileExistsError: not ours)
+        self.id = os.stat(self.path).st_ino  # bpftrace's cgroup, cgroupid(PATH)
+
+    def add(self, pids):
+        """Moves each process of PIDS (its every thread) into the group; a
+        pid gone meanwhile is passed over."""
+        for pid in pids:
+            try:
+                with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+                    f.write(str(pid))
+            except ProcessLookupError:
+                pass
+
+    def pids(self):
+        with open(os.path.join(self.path, "cgroup.procs")) as f:
+            return [int(x) for x in f.read().split()]
+
+    def remove(self):
+        """The folder gone: what still runs in it (a command's daemon, the
+        workload's cleanup kills its own first) moved to the kit's group."""
+        remove(self.path, self.home)
+
+
+def remove(path, home):
+    """Cgroup folder PATH removed, any process still in it moved to HOME
+    (a cgroup folder) first."""
+    if not os.path.isdir(path):
+        return
+    with open(os.path.join(path, "cgroup.procs")) as f:
+        left = f.read().split()
+    for pid in left:
+        try:
+            with open(os.path.join(home, "cgroup.procs"), "w") as f:
+                f.write(pid)
+        except ProcessLookupError:
+            pass
+    os.rmdir(path)
+
+
+def named(match):
+    """{name: path} of the cgroup folders anywhere in the hierarchy whose
+    name MATCH(name) takes (leftovers.py: a dead kit's)."""
+    top, out = mount(), {}
+    for d, subs, _ in os.walk(top) if top else ():
+        for n in subs:
+            if match(n):
+                out[n] = os.path.join(d, n)
+    return out
+
+
+def own_group():
+    """This process's cgroup v2 path ("0::PATH" in /proc/self/cgroup)."""
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            if line.startswith("0::"):
+                return line[3:].strip()
+    return "/"
+
+
+def make(name):
+    """A Group NAME, or (None, why) where there can be none here."""
+    top = mount()
+    if not top:
+        return None, "the machine has no cgroup2 mount"
+    try:
+        return Group(top, name), ""
+    except OSError as e:
+        return None, f"could not make the cgroup {name}: {e.strerror or e}"
