@@ -76,6 +76,7 @@ $(info make: skipping build/throw (the C++ example): no $(CXX) (Debian package g
 endif
 
 all: $(addprefix build/benchmark-,$(WANT)) build/memlock-shim.so build/raw-loop \
+	build/libkit-semaphore-audit.so \
 	$(if $(HAVE.cxx),build/throw)
 
 list:
@@ -139,6 +140,12 @@ build/libkit-bystander.so: src/kitlib.c src/kitlib.h | build
 build/memlock-shim.so: src/memlock_shim.c | build
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS) $(WARN) -shared -fPIC $< -o $@ -ldl
+
+# Loaded by glibc's loader into a user's command (LD_AUDIT) to raise its
+# marker's semaphore for SystemTap's BPF runtime (scripts/workloads.py).
+build/libkit-semaphore-audit.so: src/semaphore_audit.c | build
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS) $(WARN) -shared -fPIC $< -o $@
 
 # A program of someone else's library to trace (docs/real-programs.md):
 # throws and catches N exceptions, each passing libstdc++'s libstdcxx:throw.

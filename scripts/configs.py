@@ -345,7 +345,8 @@ CONFIGS = [
     # A user's program (make run TARGET=... PROBE=provider:name WORKLOAD='...'):
     # the marker is PROBE's (workloads.set_user), probed by path, its
     # semaphore raised where it has one (SystemTap's bpf runtime raises none:
-    # user-stap is skipped where PROBE has one); the command keeps no count,
+    # for user-stap glibc's loader raises it in each of the command's
+    # processes, Command.exec_env); the command keeps no count,
     # so each tracer's count is checked against witnesses
     # (measure/witness.py).  Only where TARGET is given.
     C(USER_BASELINE, "user", "none", workload="user", marker="", baseline=USER_BASELINE,

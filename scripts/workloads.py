@@ -32,8 +32,12 @@ from dataclasses import dataclass
 
 import host
 from elfinfo import Elf
-from host import ROOT
+from host import BUILD, ROOT
 from private import Private
+
+# glibc's loader's auditing module that raises a marker's semaphore in a
+# user's command as it maps TARGET (Command.exec_env; made by make)
+SEMAPHORE_AUDIT = os.path.join(BUILD, "libkit-semaphore-audit.so")
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,12 @@ class Workload:
         """What its rows' timings are kept under beside their names ('':
         the name says it all)."""
         return ""
+
+    def raises_at_exec(self):
+        """Whether the runner can raise its markers' semaphores in each of
+        its processes as it maps PROGRAM (exec_env), where none exists
+        before the attach."""
+        return False
 
     def semaphore_holders(self, target_pid):
         """The processes whose markers' semaphores the runner raises
@@ -363,6 +373,27 @@ class Command(Workload):
         """None: the command's processes start after the attach, each from
         an exec, so there is nothing to raise a semaphore in beforehand."""
         return []
+
+    def raises_at_exec(self):
+        return True
+
+    def exec_env(self, names):
+        """The environment that has glibc's loader raise the semaphore of
+        each marker of NAMES that has one in every process of the command
+        as it maps PROGRAM (build/libkit-semaphore-audit.so, an LD_AUDIT
+        module: src/semaphore_audit.c); {} where none has one.  ValueError
+        where it cannot be given."""
+        have = markers(self.program)
+        addrs = [have[n].semaphore for n in names if n in have and have[n].semaphore]
+        if not addrs:
+            return {}
+        if not os.path.exists(SEMAPHORE_AUDIT):
+            raise ValueError(f"{SEMAPHORE_AUDIT} is missing (run make)")
+        if ":" in SEMAPHORE_AUDIT:  # (LD_AUDIT is a list split at colons)
+            raise ValueError(f"LD_AUDIT cannot name {SEMAPHORE_AUDIT}: a colon in the path")
+        st = os.stat(self.program)
+        return {"LD_AUDIT": SEMAPHORE_AUDIT, "KIT_SEMAPHORES": ":".join(
+            [str(st.st_dev), str(st.st_ino), *(f"{a:x}" for a in addrs)])}
 
     def timing_key(self):
         """TARGET, PROBE and WORKLOAD, hashed: a call of one command is not

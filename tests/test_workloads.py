@@ -429,11 +429,27 @@ class User(UserRows):
             r = self.user(f"{target} --threads 1 --iterations 1000 --quiet", res)
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
             rows, _ = rows_of(res)
-        # dtrace -G gives the marker a semaphore (the sdt build never reads it),
-        # which SystemTap's bpf runtime would leave down, in processes started
-        # after the attach: skipped, saying why (Cxx runs user-stap)
-        self.check_witnessed(rows, 1000, skipped={
-            "user-stap": "SystemTap's bpf runtime raises no marker's semaphore"})
+        self.check_witnessed(rows, 1000)
+
+    def test_a_guarded_marker_in_every_tracer(self):
+        """Issue 58, part 6: the guarded build's marker fires only where its
+        semaphore is up.  ftrace, perf and bpftrace give the kernel its
+        reference counter; SystemTap's bpf runtime raises none, and the
+        command's processes start after the attach, so glibc's loader
+        raises it in each as it maps the program (LD_AUDIT,
+        src/semaphore_audit.c): every tracer counts the 1,000 calls a run,
+        SystemTap's row says how its semaphore went up."""
+        for t in ("ftrace", "bpftrace", "perf", "stap"):
+            need_tracer(self, t)
+        target = os.path.join(ROOT, "build", "benchmark-sdt-guarded")
+        with tempfile.TemporaryDirectory() as res:
+            r = self.user(f"{target} --threads 1 --iterations 1000 --quiet", res, target=target)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            rows, _ = rows_of(res)
+        self.check_witnessed(rows, 1000)
+        for x in [x for x in rows if x["config"] == "user-stap" and x["rep"] not in ("", "0")]:
+            self.assertIn("single_trace's semaphore raised in each process of the command as it "
+                          f"mapped {target}, by glibc's loader (LD_AUDIT=", x["note"])
 
     def test_a_failing_workload_is_one_failed_row(self):
         need_root(self)

@@ -58,6 +58,7 @@ class Run:
         # a by-path workload's own cgroup (cgroups.Group, from its release
         # to its cleanup), or why it has none
         self.group, self.group_why = None, ""
+        self.raised_at_exec = ""  # the loader's module that raised the semaphores, if one did
         kit.serial += 1
         self.tag = leftovers.run_tag(kit.id, kit.serial)
         paced = "" if rate == TIGHT else f"-rate{rate}"
@@ -175,6 +176,7 @@ class Kit:
         try:
             if run.workload:
                 run.prepared = run.workload.prepare(run.scratch)
+                self.raise_at_exec(tracer, run)
             if uret:
                 self.sup.attach(uret, run)
             # ATTACH: "running" attaches while the started target holds
@@ -230,6 +232,24 @@ class Kit:
         return rec, rusage, ev, path, cmd
 
     @staticmethod
+    def raise_at_exec(tracer, run):
+        """Where the tracer raises no semaphore (SystemTap's bpf runtime)
+        and the workload's processes start after the attach (a user's
+        command), the loader raises the marker's in each as it maps the
+        program (Command.exec_env), through the target's environment."""
+        if tracer.raises_semaphores() or not tracer.attaches \
+                or not run.workload.raises_at_exec():
+            return
+        try:
+            env = run.workload.exec_env([run.cfg.marker])
+        except (OSError, ValueError) as e:
+            raise TracerError(f"could not raise {run.cfg.marker}'s semaphore in the command's "
+                              f"processes: {e}")
+        if env:
+            run.env.update(env)
+            run.raised_at_exec = env["LD_AUDIT"]
+
+    @staticmethod
     def group_workload(run):
         """The held target and what it started (a cluster's postmaster) in
         a cgroup of the run's own, so a probe by path counts the workload's
@@ -277,6 +297,10 @@ class Kit:
                 "told which is the workload's"))
         if rec.get("workload"):  # the program's own figures (pgbench's), a column
             row["workload"] = json.dumps(rec["workload"], sort_keys=True)
+        if run.raised_at_exec:
+            note += (f"; {cfg.marker}'s semaphore raised in each process of the command as it "
+                     f"mapped {run.build}, by glibc's loader (LD_AUDIT={run.raised_at_exec}), "
+                     f"{tracer.name} raising none")
         if run.raised:
             note += "; raised through /proc/PID/mem before the calls: " + ", ".join(
                 f"{m}'s semaphore (it read {v})" for m, v in run.raised.items()) + (

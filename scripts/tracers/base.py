@@ -92,6 +92,11 @@ class Tracer:
     log_noise = ()  # what it prints on every run, failed or not: never a failure's reason
     State = RunState
 
+    def raises_semaphores(self):
+        """Whether its probe on a marker raises the marker's semaphore (the
+        kernel's reference counter), so the runner need not."""
+        return True
+
     def params(self):
         """Its own inputs (params.Param), beside the runner's."""
         return []

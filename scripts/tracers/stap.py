@@ -281,12 +281,16 @@ class Stap(Tracer):
                     "cannot run here")
         return None
 
+    def raises_semaphores(self):
+        return self.runtime != "bpf"  # (the module runtime raises them itself)
+
     def semaphore_problem(self, cfg):
         """Why a real program's row cannot count its marker here: the bpf
         runtime raises no semaphore (0 of 200,000 python calls with one
         left down), the marker has one, and the row names none for the
-        runner to raise (a user's command: its processes start after the
-        attach).  None where it can."""
+        runner to raise, nor can the workload's processes raise it as they
+        map the program (a user's command's do: Command.exec_env).  None
+        where it can."""
         w = workloads.get(cfg.workload) if cfg.workload else None
         if self.runtime != "bpf" or not w or not w.program:
             return None
@@ -295,7 +299,7 @@ class Stap(Tracer):
             note = workloads.markers(w.program).get(marker)
         except (OSError, ValueError):
             return None  # (the workload's own check says why)
-        if note and note.semaphore and marker not in cfg.semaphores:
+        if note and note.semaphore and marker not in cfg.semaphores and not w.raises_at_exec():
             return (f"SystemTap's bpf runtime raises no marker's semaphore, {w.provider}:"
                     f"{marker} in {w.program} has one, and the processes it fires in start after "
                     "the attach, each from an exec, so the kit has none to raise it in "
