@@ -330,7 +330,8 @@ class Matrix:
                 self.plan.done(planned, time.monotonic() - t)
                 self.runs.append((row, timing))
                 self.nruns += 1
-                size = f"iter={it}" if r == TIGHT else f"rate={r}/s for {args.duration:g} s"
+                size = (f"iter={row.get('iterations') or it}" if r == TIGHT else
+                        f"rate={r}/s for {args.duration:g} s")  # (as run: a cap's too)
                 tail = f"{row['status']}" + (f" ({row['reason']})" if row.get("reason") else "")
                 stop = f" [stopped: {row['stopped']}]" if row.get("stopped") else ""
                 say(f"[threads={n} round {rep}, {k + 1}/{len(order)}] {c.name} {size}: "
