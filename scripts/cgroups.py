@@ -20,9 +20,12 @@ hold other processes' events.
 Nothing to run: measure/kit.py makes one per run, leftovers.py removes a
 dead kit's.
 """
+import errno
 import os
+import time
 
 CGROUP2 = "cgroup2"
+REMOVE_LIMIT_S = 5.0  # for a folder kept busy by an exiting task
 
 
 def mount():
@@ -41,6 +44,21 @@ def mount():
         if fstype == [CGROUP2] and len(fields) > 4 and fields[3] == "/":
             return fields[4].replace("\\040", " ")
     return None
+
+
+def v1_mounted(controller):
+    """Whether a cgroup v1 hierarchy holds CONTROLLER (a hybrid host's):
+    perf's -G then names a group of that hierarchy, not of v2's."""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        right = line.partition(" - ")[2].split()
+        if len(right) >= 3 and right[0] == "cgroup" and controller in right[2].split(","):
+            return True
+    return False
 
 
 class Group:
@@ -65,6 +83,17 @@ class Group:
             except ProcessLookupError:
                 pass
 
+    def add_tree(self, root, below, tries=20):
+        """ROOT and every process BELOW(ROOT) gives moved in, again until
+        none is left out (one forked while the others moved: a snapshot
+        misses it); False where TRIES did not settle it."""
+        for _ in range(tries):
+            want = {root, *below(root)}
+            self.add(sorted(want))
+            if want <= set(self.pids()) | {p for p in want if not os.path.exists(f"/proc/{p}")}:
+                return True
+        return False
+
     def pids(self):
         with open(os.path.join(self.path, "cgroup.procs")) as f:
             return [int(x) for x in f.read().split()]
@@ -75,20 +104,27 @@ class Group:
         remove(self.path, self.home)
 
 
-def remove(path, home):
+def remove(path, home, limit_s=REMOVE_LIMIT_S):
     """Cgroup folder PATH removed, any process still in it moved to HOME
-    (a cgroup folder) first."""
-    if not os.path.isdir(path):
-        return
-    with open(os.path.join(path, "cgroup.procs")) as f:
-        left = f.read().split()
-    for pid in left:
+    (a cgroup folder) first; a task exiting, or one forked meanwhile, keeps
+    it busy a moment (EBUSY): moved and tried again until LIMIT_S, then
+    the error raised."""
+    end = time.monotonic() + limit_s
+    while os.path.isdir(path):
+        with open(os.path.join(path, "cgroup.procs")) as f:
+            left = f.read().split()
+        for pid in left:
+            try:
+                with open(os.path.join(home, "cgroup.procs"), "w") as f:
+                    f.write(pid)
+            except ProcessLookupError:
+                pass
         try:
-            with open(os.path.join(home, "cgroup.procs"), "w") as f:
-                f.write(pid)
-        except ProcessLookupError:
-            pass
-    os.rmdir(path)
+            os.rmdir(path)
+        except OSError as e:
+            if e.errno != errno.EBUSY or time.monotonic() > end:
+                raise
+            time.sleep(0.01)
 
 
 def named(match):

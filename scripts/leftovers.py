@@ -163,7 +163,7 @@ def sweep_cgroups(dead, removed, failed):
     for pid, names in dead_names(found, TRACEFS_NAMES[:1], dead).items():
         for n in names:
             try:
-                cgroups.remove(found[n], cgroups.mount())
+                cgroups.remove(found[n], os.path.dirname(found[n]))  # (the dead kit's group)
                 removed.setdefault(pid, []).append(f"cgroup {found[n]}")
             except OSError as e:
                 failed.append(f"cgroup {found[n]}: {e.strerror}")

@@ -38,6 +38,7 @@ from private import Private
 # glibc's loader's auditing module that raises a marker's semaphore in a
 # user's command as it maps TARGET (Command.exec_env; made by make)
 SEMAPHORE_AUDIT = os.path.join(BUILD, "libkit-semaphore-audit.so")
+MAX_AUDIT_SEMAPHORES = 16  # (semaphore_audit.c's MAX_SEMAPHORES)
 
 
 @dataclass(frozen=True)
@@ -377,23 +378,27 @@ class Command(Workload):
     def raises_at_exec(self):
         return True
 
-    def exec_env(self, names):
-        """The environment that has glibc's loader raise the semaphore of
-        each marker of NAMES that has one in every process of the command
-        as it maps PROGRAM (build/libkit-semaphore-audit.so, an LD_AUDIT
-        module: src/semaphore_audit.c); {} where none has one.  ValueError
-        where it cannot be given."""
-        have = markers(self.program)
-        addrs = [have[n].semaphore for n in names if n in have and have[n].semaphore]
+    def exec_env(self, names, raise_them):
+        """Where a marker of NAMES (of its provider) has a semaphore, the
+        environment that loads glibc's loader's auditing module into every
+        process of the command (build/libkit-semaphore-audit.so, LD_AUDIT:
+        src/semaphore_audit.c), which raises those semaphores in each as it
+        maps PROGRAM where RAISE_THEM, and else only looks (the same cost);
+        {} where none has one.  ValueError where it cannot be given."""
+        addrs = [n.semaphore for n in Elf(self.program).sdt_notes()
+                 if n.provider == self.provider and n.name in names and n.semaphore]
         if not addrs:
             return {}
+        if len(addrs) > MAX_AUDIT_SEMAPHORES:
+            raise ValueError(f"{len(addrs)} semaphores: the loader's module holds "
+                             f"{MAX_AUDIT_SEMAPHORES}")
         if not os.path.exists(SEMAPHORE_AUDIT):
             raise ValueError(f"{SEMAPHORE_AUDIT} is missing (run make)")
         if ":" in SEMAPHORE_AUDIT:  # (LD_AUDIT is a list split at colons)
             raise ValueError(f"LD_AUDIT cannot name {SEMAPHORE_AUDIT}: a colon in the path")
         st = os.stat(self.program)
         return {"LD_AUDIT": SEMAPHORE_AUDIT, "KIT_SEMAPHORES": ":".join(
-            [str(st.st_dev), str(st.st_ino), *(f"{a:x}" for a in addrs)])}
+            [str(st.st_dev), str(st.st_ino), *(f"{a:x}" for a in addrs if raise_them)])}
 
     def timing_key(self):
         """TARGET, PROBE and WORKLOAD, hashed: a call of one command is not

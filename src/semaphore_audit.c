@@ -11,11 +11,13 @@
  * module is loaded into each of them by the loader itself, before the
  * program runs, and sees every object it maps (dlopen'ed ones too).
  *
- * KIT_SEMAPHORES="DEV:INO:ADDR[:ADDR...]": TARGET's device and inode
+ * KIT_SEMAPHORES="DEV:INO[:ADDR...]": TARGET's device and inode
  * (st_dev, st_ino, decimal) and each semaphore's link-time address (hex),
  * from the marker's ELF note.  In the object that is TARGET, each 2-byte
  * counter at load bias + ADDR gets 1 added, as sys/sdt.h's _ENABLED() reads
- * it.  Nothing to undo: the counter dies with the process.  A static
+ * it.  With no ADDR it raises nothing and costs the same: every row of a
+ * user's family whose marker has a semaphore loads it, so the untraced
+ * runs and the other tracers' pay what SystemTap's row pays.  Nothing to undo: the counter dies with the process.  A static
  * program, or one that clears its environment, is not reached: its
  * SystemTap row then counts fewer events than the other tracers, and the
  * witness says so (measure/witness.py).
@@ -33,27 +35,45 @@
 
 static dev_t want_dev;
 static ino_t want_ino;
+static int have_target; /* KIT_SEMAPHORES named TARGET, well formed */
 static uintptr_t addrs[MAX_SEMAPHORES];
-static int n_addrs = -1; /* -1: KIT_SEMAPHORES not read (or not usable) */
+static int n_addrs;
 
+/* KIT_SEMAPHORES read strictly: an empty, zero or extra field, or more
+ * addresses than it holds, and it raises nothing (the kit never writes
+ * one: workloads.py checks the list; a SystemTap row then counts too
+ * few, and its witness says so). */
 static void read_wanted(void)
 {
-	const char *s = getenv("KIT_SEMAPHORES");
+	const char *s = getenv("KIT_SEMAPHORES"), *p;
 	char *end;
+	unsigned long long v;
+	int n = 0;
 
-	n_addrs = 0;
 	if (!s)
 		return;
-	want_dev = (dev_t)strtoull(s, &end, 10);
-	if (*end != ':')
+	v = strtoull(s, &end, 10);
+	if (end == s || *end != ':')
 		return;
-	want_ino = (ino_t)strtoull(end + 1, &end, 10);
-	while (*end == ':' && n_addrs < MAX_SEMAPHORES) {
-		addrs[n_addrs] = (uintptr_t)strtoull(end + 1, &end, 16);
-		n_addrs++;
+	want_dev = (dev_t)v;
+	p = end + 1;
+	v = strtoull(p, &end, 10);
+	if (end == p || (*end != ':' && *end != '\0'))
+		return;
+	want_ino = (ino_t)v;
+	while (*end == ':') {
+		p = end + 1;
+		if (n == MAX_SEMAPHORES)
+			return;
+		v = strtoull(p, &end, 16);
+		if (end == p || v == 0)
+			return;
+		addrs[n++] = (uintptr_t)v;
 	}
 	if (*end != '\0')
-		n_addrs = 0; /* a malformed list raises nothing */
+		return;
+	n_addrs = n;
+	have_target = 1;
 }
 
 unsigned int la_version(unsigned int version)
@@ -71,7 +91,9 @@ unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie)
 
 	(void)lmid;
 	(void)cookie;
-	if (n_addrs <= 0 || stat(path, &st) != 0)
+	/* (the same look at every object whether or not it raises: the rows
+	 * of a family that raise nothing load it too, for the same cost) */
+	if (!have_target || stat(path, &st) != 0)
 		return 0;
 	if (st.st_dev != want_dev || st.st_ino != want_ino)
 		return 0;

@@ -12,6 +12,7 @@ in the comments.
 """
 import csv
 import os
+import subprocess
 import tempfile
 import time
 import unittest
@@ -20,6 +21,7 @@ from unittest import mock
 import kit_test  # noqa: F401  (puts scripts/ on the path)
 from kit_test import unavailable
 import record
+import workloads
 from measure import witness
 from record import Events
 from tracers import base, bpftrace, ftrace, perf, stap, tracefs
@@ -294,16 +296,67 @@ class OtherProcesses(unittest.TestCase):
         self.assertEqual(witness.judge(rows)[2][0], "mismatch")
         # priced on the workload's own, not on the 4,800
         from render import summary
-        o = {"mean_ns": 4800.0, "lo_ns": 2400.0, "hi_ns": 7200.0}
-        x = {"overhead": o, "check": {"seen": 4800, "expected": 2000}, "calls": 2, "threads": 1}
-        self.assertEqual(summary.per_event(x, witness.workloads.get("user"))["mean_ns"], 4.8)
-        # a cell's others, summed over its runs (the terminal's words)
         from stats.analysis import event_check
+        st, why, expected = got[2]
+        rows[2].update(status=st, reason=why, events_expected=str(expected), events_seen="4800")
+        check = event_check(rows[2:])
+        self.assertEqual((check["seen"], check["workload"]), (4800, 2000))
+        o = {"mean_ns": 4800.0, "lo_ns": 2400.0, "hi_ns": 7200.0}
+        x = {"overhead": o, "check": check, "calls": 2, "threads": 1}
+        self.assertEqual(summary.per_event(x, witness.workloads.get("user"))["mean_ns"], 4.8)
+        # run by run: an agreed run (expected = seen) beside an unwitnessed
+        # one (no expected) is not taken for one that held others'
+        a = dict(rows[0], status="agreed", events_expected="2000")
+        self.assertNotIn("workload", event_check([a, rows[1]]))
+        # a cell's others, summed over its runs (the terminal's words)
         self.assertEqual(event_check(rows[:2])["others"], 600)
         self.assertNotIn("others", event_check(rows[2:]))
         self.assertEqual(summary.others({"check": {"others": 600}}),
                          "; 600 hits from other processes in its runs, not the workload's "
                          "(not priced)")
+
+
+class SemaphoreAudit(unittest.TestCase):
+    """The loader's module that raises a user's marker's semaphore for
+    SystemTap's row (src/semaphore_audit.c, workloads.Command.exec_env)
+    reads its list strictly: an empty or zero address, a word that is no
+    number, or a list past its 16 raises nothing, and the program runs as
+    ever (an empty field once became address 0: a write to the ELF header,
+    and every process of the command died of SIGSEGV)."""
+
+    def test_a_bad_list_raises_nothing(self):
+        prog = os.path.join(kit_test.ROOT, "build", "benchmark-sdt-guarded")
+        if not os.path.exists(workloads.SEMAPHORE_AUDIT) or not os.path.exists(prog):
+            unavailable(self, "the build is not made (make)")
+        st = os.stat(prog)
+        me = f"{st.st_dev}:{st.st_ino}"
+        for bad in (f"{me}:", f"{me}::10", f"{me}:0", f"{me}:zz", f"{me}:10:", "x", "",
+                    ":".join([me, *["10"] * 17])):
+            with self.subTest(KIT_SEMAPHORES=bad):
+                r = subprocess.run([prog, "--threads", "1", "--iterations", "10", "--quiet"],
+                                   env=dict(os.environ, LD_AUDIT=workloads.SEMAPHORE_AUDIT,
+                                            KIT_SEMAPHORES=bad), capture_output=True)
+                self.assertEqual(r.returncode, 0, r.stderr[-500:])
+
+    def test_the_list_the_kit_gives(self):
+        w = workloads.WORKLOADS["user"]
+        prog = os.path.join(kit_test.ROOT, "build", "benchmark-sdt-guarded")
+        if not os.path.exists(workloads.SEMAPHORE_AUDIT) or not os.path.exists(prog):
+            unavailable(self, "the build is not made (make)")
+        from elfinfo import Elf
+        sem, = [n.semaphore for n in Elf(prog).sdt_notes() if n.name == "single_trace"]
+        st = os.stat(prog)
+        import dataclasses
+        w = dataclasses.replace(w, program=prog, provider="benchmark")
+        env = w.exec_env(["single_trace"], True)
+        self.assertEqual(env, {"LD_AUDIT": workloads.SEMAPHORE_AUDIT,
+                               "KIT_SEMAPHORES": f"{st.st_dev}:{st.st_ino}:{sem:x}"})
+        # a row that raises nothing loads it alike: TARGET named, no address
+        self.assertEqual(w.exec_env(["single_trace"], False)["KIT_SEMAPHORES"],
+                         f"{st.st_dev}:{st.st_ino}")
+        # another provider's marker of that name is not this one
+        self.assertEqual(dataclasses.replace(w, provider="other").exec_env(["single_trace"],
+                                                                           True), {})
 
 
 class Silence(unittest.TestCase):

@@ -593,10 +593,10 @@ class OneCommand(UserRows):
         for x in [x for x in traced if x["tracer"] == "stap"]:
             self.assertEqual(x["events_others"], "")
             self.assertGreaterEqual(int(x["events_seen"]), 1000 * int(x["calls"]))
-            if int(x["events_seen"]) > 1000 * int(x["calls"]):
-                self.assertEqual(x["status"], "unverified", x["reason"])
-                self.assertIn("stap counts every process mapping it", x["reason"])
-                self.assertEqual(int(x["events_expected"]), 1000 * int(x["calls"]))
+            # never agreed, even in a run where it happened to count no others'
+            self.assertEqual(x["status"], "unverified", x["reason"])
+            self.assertIn("stap counts every process mapping it", x["reason"])
+            self.assertEqual(int(x["events_expected"]), 1000 * int(x["calls"]))
         self.assertRegex(out, r"\n  - user-(ftrace|bpftrace|perf): .*[\d,]+ hits from other "
                               r"processes in its runs")
 

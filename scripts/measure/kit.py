@@ -58,7 +58,7 @@ class Run:
         # a by-path workload's own cgroup (cgroups.Group, from its release
         # to its cleanup), or why it has none
         self.group, self.group_why = None, ""
-        self.raised_at_exec = ""  # the loader's module that raised the semaphores, if one did
+        self.audit = None  # (the loader's module, whether it raised the semaphore), if loaded
         kit.serial += 1
         self.tag = leftovers.run_tag(kit.id, kit.serial)
         paced = "" if rate == TIGHT else f"-rate{rate}"
@@ -233,21 +233,23 @@ class Kit:
 
     @staticmethod
     def raise_at_exec(tracer, run):
-        """Where the tracer raises no semaphore (SystemTap's bpf runtime)
-        and the workload's processes start after the attach (a user's
-        command), the loader raises the marker's in each as it maps the
-        program (Command.exec_env), through the target's environment."""
-        if tracer.raises_semaphores() or not tracer.attaches \
-                or not run.workload.raises_at_exec():
+        """Where the workload's processes start after the attach (a user's
+        command) and its marker has a semaphore, glibc's loader loads the
+        kit's auditing module into each (Command.exec_env), through the
+        target's environment, in every row of the family alike; it raises
+        the semaphore as the process maps the program where the tracer
+        raises none (SystemTap's bpf runtime)."""
+        if not run.workload.raises_at_exec():
             return
+        raise_them = tracer.attaches and not tracer.raises_semaphores()
         try:
-            env = run.workload.exec_env([run.cfg.marker])
+            env = run.workload.exec_env([run.cfg.marker], raise_them)
         except (OSError, ValueError) as e:
-            raise TracerError(f"could not raise {run.cfg.marker}'s semaphore in the command's "
-                              f"processes: {e}")
+            raise TracerError(f"could not give the command's processes the loader's module "
+                              f"for {run.cfg.marker}'s semaphore: {e}")
         if env:
             run.env.update(env)
-            run.raised_at_exec = env["LD_AUDIT"]
+            run.audit = (env["LD_AUDIT"], raise_them)
 
     @staticmethod
     def group_workload(run):
@@ -257,10 +259,13 @@ class Kit:
         run.group, run.group_why = cgroups.make(run.tag)
         if run.group:
             try:
-                run.group.add([run.target_pid, *host.below(run.target_pid)])
+                settled = run.group.add_tree(run.target_pid, host.below)
             except OSError as e:
                 raise TracerError(f"could not put the workload in its cgroup "
                                   f"{run.group.path}: {e.strerror or e}")
+            if not settled:
+                raise TracerError(f"the workload's processes kept forking while they moved "
+                                  f"into its cgroup {run.group.path}")
 
     @staticmethod
     def tracer_cpu(ev, rusage, rec, wrapped):
@@ -297,10 +302,13 @@ class Kit:
                 "told which is the workload's"))
         if rec.get("workload"):  # the program's own figures (pgbench's), a column
             row["workload"] = json.dumps(rec["workload"], sort_keys=True)
-        if run.raised_at_exec:
+        if run.audit and run.audit[1]:
             note += (f"; {cfg.marker}'s semaphore raised in each process of the command as it "
-                     f"mapped {run.build}, by glibc's loader (LD_AUDIT={run.raised_at_exec}), "
+                     f"mapped {run.build}, by glibc's loader (LD_AUDIT={run.audit[0]}), "
                      f"{tracer.name} raising none")
+        elif run.audit:
+            note += (f"; LD_AUDIT={run.audit[0]} loaded in each process of the command, raising "
+                     "nothing, as in every row of this family")
         if run.raised:
             note += "; raised through /proc/PID/mem before the calls: " + ", ".join(
                 f"{m}'s semaphore (it read {v})" for m, v in run.raised.items()) + (
@@ -326,7 +334,7 @@ class Kit:
             row["status"], row["reason"] = record.verdict(
                 tracer.attaches, expected, ev, cfg.overwrite, row["corrupted"], calls,
                 real=bool(run.workload))
-            if expected is None and ev.also and row["status"] != "mismatch":
+            if expected is None and ev.also and not ev.others and row["status"] != "mismatch":
                 row["events_expected"] = ev.also[1]  # the kernel's count is the witness's
             if row["status"] == "unverified" and run.workload and fired is None \
                     and cfg.expect != "unverifiable":

@@ -28,6 +28,7 @@ from fractions import Fraction
 
 import configs
 import record
+import tracers
 import workloads
 
 
@@ -65,14 +66,16 @@ def judge(rows):
         # the runs that told the workload's events apart from other
         # processes' (cgroups.py), and the most hits of others one counted
         apart = [rows[i] for i in idx if count(rows[i].get("events_others")) is not None
-                 and count(rows[i]["calls"]) and count(rows[i]["rep"])]
+                 and count(rows[i]["calls"]) and count(rows[i]["rep"])
+                 and rows[i]["status"] in (*record.LOSSLESS, "unverified")]
         most = max((count(w["events_others"]) for w in apart), default=0)
         for i in idx:
             r = rows[i]
             seen, calls = count(r["events_seen"]), count(r["calls"])
             if r["status"] != "unverified" or seen is None or not calls:
                 continue
-            if most and count(r.get("events_others")) is None:  # its count may hold others'
+            if most and count(r.get("events_others")) is None and not getattr(
+                    tracers.BACKENDS.get(r["tracer"]), "keeps_workload_only", False):
                 out[i] = mixed(r, seen, calls, [w for w in apart if w["tracer"] != r["tracer"]],
                                most, call)
                 continue

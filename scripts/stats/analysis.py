@@ -121,6 +121,18 @@ def dedup_skips(skipped):
     return out
 
 
+def workload_sum(rows):
+    """The workload's events over ROWS: each run's count, or its witness's
+    (events_expected) where the count held more (other processes' hits
+    that its tracer could not tell apart); None where no run counted."""
+    out = None
+    for r in rows:
+        seen, exp = num(r.get("events_seen")), num(r.get("events_expected"))
+        if seen is not None:
+            out = (out or 0) + (exp if exp is not None and seen > exp else seen)
+    return out
+
+
 def event_check(rows):
     exp = [num(r.get("events_expected")) for r in rows]
     seen = [num(r.get("events_seen")) for r in rows]
@@ -151,6 +163,11 @@ def event_check(rows):
             "seen": sum(s for s in seen if s is not None) if any(s is not None for s in seen)
             else None,
             "dropped": dropped, "verdict": verdict,
+            # the workload's own events where some run's count held other
+            # processes' too (its witness's: measure/witness.mixed), run by run
+            **({"workload": work} if (work := workload_sum(rows)) != (
+                sum(x for x in seen if x is not None) if any(x is not None for x in seen)
+                else None) else {}),
             # a probe by path's hits in other processes, where counted apart (cgroups.py)
             **({"others": sum(o)} if (o := [n for r in rows if (n := num(
                 r.get("events_others"))) is not None]) else {}),

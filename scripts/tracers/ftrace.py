@@ -21,6 +21,14 @@ from .attached import tasks
 from .base import Events, RunState, Tracer, TracerError
 import kernel
 
+def tasks_or_none(pid):
+    """PID's thread ids, or none where it ended meanwhile."""
+    try:
+        return tasks(pid)
+    except OSError:
+        return []
+
+
 MAX_FILTERED_THREADS = 100  # 'common_pid == N || ' a thread: within ftrace's page
 
 
@@ -35,6 +43,7 @@ class Ftrace(Tracer):
     name = "ftrace"
     State = State
     attaches_running = True  # by itself, through tracefs
+    keeps_workload_only = True  # set_event_pid on the workload's cgroup's tasks
 
     def available(self):
         why = self.need_root()
@@ -82,8 +91,7 @@ class Ftrace(Tracer):
                               " || ".join(f"common_pid == {t}" for t in tids))
             if run.group:  # by path: the ring keeps the workload's tasks, and their forks'
                 tracefs.write(os.path.join(inst, "options", "event-fork"), "1")
-                tracefs.write(os.path.join(inst, "set_event_pid"), " ".join(
-                    str(t) for p in run.group.pids() for t in tasks(p)))
+                self.keep_tasks(inst, run.group)
             tracefs.write(os.path.join(ev, "enable"), "1")
         except OSError as e:
             if e.errno == kernel.REFUSED_ERRNO:
@@ -97,6 +105,22 @@ class Ftrace(Tracer):
                     + (f", set_event_pid: the cgroup {run.group.name}'s tasks and their forks"
                        if run.group else "")
                     + "\n")
+
+    @staticmethod
+    def keep_tasks(inst, group):
+        """Instance INST's ring keeps GROUP's tasks (set_event_pid), written
+        again until no task is left out: one forked before the write, which
+        event-fork did not see, is in the next read."""
+        for _ in range(20):
+            want = {t for p in group.pids() for t in tasks_or_none(p)}
+            tracefs.write(os.path.join(inst, "set_event_pid"), " ".join(map(str, sorted(want))))
+            with open(os.path.join(inst, "set_event_pid")) as f:
+                kept = {int(x) for x in f.read().split()}
+            now = {t for p in group.pids() for t in tasks_or_none(p)}
+            if now <= kept:
+                return
+        raise TracerError("ftrace: the workload's tasks kept forking while set_event_pid was "
+                          "written")
 
     def events(self, run):
         """The events the instance's ring buffer recorded (entries +

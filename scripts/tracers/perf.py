@@ -45,6 +45,7 @@ import signal
 import time
 from dataclasses import dataclass
 
+import cgroups
 from . import ftrace, tracefs
 from .attached import Process, tasks
 from .base import LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError, tool_error
@@ -189,7 +190,7 @@ class Perf(Tracer):
         if run.cfg.mode == "stat":
             # by path: the event counted twice, in the workload's cgroup
             # (-G applies to the events before it) and in all (cgroups.py)
-            apart = ["-G", run.group.name, "-e", ev] if run.group else []
+            apart = ["-G", run.group.name, "-e", ev] if by_cgroup(run) else []
             return ["perf", "stat", "-x,", "-e", ev, *apart, "-o", run.state.data + ".stat"]
         return ["perf", "record", "-q", "-e", ev, "-o", run.state.data]
 
@@ -208,13 +209,14 @@ class Perf(Tracer):
                 text = f.read()
             with open(run.log, "a") as f:
                 f.write(text)
-            counts = stat_counts(text, run.state.event, bool(run.group))
+            grouped = by_cgroup(run)
+            counts = stat_counts(text, run.state.event, grouped)
             if None not in counts:
                 raise TracerError("perf stat printed no count for the event")
             note = "counted in the kernel (perf stat" + (
                 " beside the held target, enabled at its gate)" if live else ")")
             seen, others = counts[None], None
-            if run.group:
+            if grouped:
                 if run.group.name not in counts:
                     raise TracerError(f"perf stat printed no count in the cgroup {run.group.name}")
                 seen, others = counts[run.group.name], counts[None] - counts[run.group.name]
@@ -352,6 +354,13 @@ class Attached(Process):
                 if os.path.exists(f):
                     os.remove(f)
             self.events.stop(limit)
+
+
+def by_cgroup(run):
+    """Whether perf stat counts RUN's event in the workload's cgroup: where
+    it has one, and no cgroup v1 hierarchy holds perf_event (perf -G would
+    look for the group there: a hybrid host's)."""
+    return bool(run.group) and not cgroups.v1_mounted("perf_event")
 
 
 def stat_counts(text, event, grouped=False):
