@@ -28,37 +28,37 @@ CGROUP2 = "cgroup2"
 REMOVE_LIMIT_S = 5.0  # for a folder kept busy by an exiting task
 
 
-def mount():
-    """Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or
-    /sys/fs/cgroup/unified on a hybrid host), by /proc/self/mountinfo's
-    file system type; None where it is not."""
+def mounts():
+    """[(mount point, its root in the file system, type, super options)]
+    of /proc/self/mountinfo, read by its " - " separator; [] unread."""
     try:
         with open("/proc/self/mountinfo") as f:
             lines = f.read().splitlines()
     except OSError:
-        return None
+        return []
+    out = []
     for line in lines:
         left, _, right = line.partition(" - ")
-        fields, fstype = left.split(), right.split()[:1]
-        # (a root file system's bind of it: its mountinfo root is not "/")
-        if fstype == [CGROUP2] and len(fields) > 4 and fields[3] == "/":
-            return fields[4].replace("\\040", " ")
-    return None
+        fields, after = left.split(), right.split()
+        if len(fields) > 4 and len(after) >= 3:
+            out.append((fields[4].replace("\\040", " "), fields[3], after[0],
+                        after[2].split(",")))
+    return out
+
+
+def mount():
+    """Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or
+    /sys/fs/cgroup/unified on a hybrid host), by its file system type;
+    None where it is not (a bind of a part of it, whose root is not "/",
+    is passed over)."""
+    return next((at for at, root, fstype, _ in mounts() if fstype == CGROUP2 and root == "/"),
+                None)
 
 
 def v1_mounted(controller):
     """Whether a cgroup v1 hierarchy holds CONTROLLER (a hybrid host's):
     perf's -G then names a group of that hierarchy, not of v2's."""
-    try:
-        with open("/proc/self/mountinfo") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return False
-    for line in lines:
-        right = line.partition(" - ")[2].split()
-        if len(right) >= 3 and right[0] == "cgroup" and controller in right[2].split(","):
-            return True
-    return False
+    return any(fstype == "cgroup" and controller in opts for _, _, fstype, opts in mounts())
 
 
 class Group:
