@@ -6,7 +6,7 @@ target's record and its format, the row builders (a measured, a skipped
 and a failed run's row), the verdict that turns what a tracer saw into a
 status, and the folder's writer (Folder) and reader (load).
 
-Nothing to run; `python3 scripts/record.py` prints the statuses.  Some 500
+Nothing to run; `python3 scripts/record.py` prints the statuses.  Some 520
 lines, past the house's ~450: the row's whole life (its columns, statuses,
 verdicts and witnesses, the folder's writer and reader) is read in one
 place, and a split would part the columns from the verdict that fills them.

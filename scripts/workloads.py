@@ -5,10 +5,8 @@ needs here: Python, PostgreSQL, and a user's TARGET/PROBE/WORKLOAD (the
 python-*, postgres-* and user-* configurations, configs.py).
 
 Nothing to run: measure/kit.py starts a workload's command where a
-configuration names one, and raise_semaphores() writes a marker's
-semaphore in the running target (through /proc/PID/mem, as tools did
-before the kernel's reference counter), which prices what the program
-computes for a listener before any probe traps.  Some 570 lines,
+configuration names one (the markers' semaphores raised by semaphores.py
+where a row wants them).  Some 550 lines,
 past the house's ~450: the workloads' table and the verbs every real
 program shares (its binary, markers, semaphores, held target) are read
 in one place; PostgreSQL's cluster folders and their cleanup (some 150
@@ -23,7 +21,6 @@ import os
 import platform
 import pwd
 import stat
-import struct
 import subprocess
 import sys
 import tempfile
@@ -31,14 +28,10 @@ import time
 from dataclasses import dataclass
 
 import host
-from elfinfo import Elf
-from host import BUILD, ROOT
+from host import ROOT
 from private import Private
-
-# glibc's loader's auditing module that raises a marker's semaphore in a
-# user's command as it maps TARGET (Command.exec_env; made by make)
-SEMAPHORE_AUDIT = os.path.join(BUILD, "libkit-semaphore-audit.so")
-MAX_AUDIT_SEMAPHORES = 16  # (semaphore_audit.c's MAX_SEMAPHORES)
+from semaphores import markers
+import semaphores
 
 
 @dataclass(frozen=True)
@@ -385,20 +378,7 @@ class Command(Workload):
         src/semaphore_audit.c), which raises those semaphores in each as it
         maps PROGRAM where RAISE_THEM, and else only looks (the same cost);
         {} where none has one.  ValueError where it cannot be given."""
-        addrs = [n.semaphore for n in Elf(self.program).sdt_notes()
-                 if n.provider == self.provider and n.name in names and n.semaphore]
-        if not addrs:
-            return {}
-        if len(addrs) > MAX_AUDIT_SEMAPHORES:
-            raise ValueError(f"{len(addrs)} semaphores: the loader's module holds "
-                             f"{MAX_AUDIT_SEMAPHORES}")
-        if not os.path.exists(SEMAPHORE_AUDIT):
-            raise ValueError(f"{SEMAPHORE_AUDIT} is missing (run make)")
-        if ":" in SEMAPHORE_AUDIT:  # (LD_AUDIT is a list split at colons)
-            raise ValueError(f"LD_AUDIT cannot name {SEMAPHORE_AUDIT}: a colon in the path")
-        st = os.stat(self.program)
-        return {"LD_AUDIT": SEMAPHORE_AUDIT, "KIT_SEMAPHORES": ":".join(
-            [str(st.st_dev), str(st.st_ino), *(f"{a:x}" for a in addrs if raise_them)])}
+        return semaphores.audit_env(self.program, self.provider, names, raise_them)
 
     def timing_key(self):
         """TARGET, PROBE and WORKLOAD, hashed: a call of one command is not
@@ -522,11 +502,6 @@ def refresh():
         pg, program=os.path.join(b, "postgres"), needs=((os.path.join(b, "pgbench"), PG_PACKAGE),))
 
 
-def markers(program):
-    """{marker name: SdtNote} of PROGRAM's SDT notes."""
-    return {n.name: n for n in Elf(program).sdt_notes()}
-
-
 def unavailable(w, marker, semaphores=()):
     """Why workload W cannot run here with a probe at MARKER (and the
     SEMAPHORES of those markers raised), or None."""
@@ -570,37 +545,3 @@ def wait_held(pid, alive, timeout=30.0):
             return True
         time.sleep(0.002)
     return False
-
-
-def mem_address(pid, program, offset):
-    """The address in process PID of PROGRAM's file OFFSET, in its writable
-    mapping of PROGRAM; ValueError where it has none."""
-    real = os.path.realpath(program)
-    with open(f"/proc/{pid}/maps") as f:
-        for line in f:
-            f_ = line.split()
-            if len(f_) >= 6 and f_[5] == real and "w" in f_[1]:
-                lo, hi = (int(x, 16) for x in f_[0].split("-"))
-                moff = int(f_[2], 16)
-                if moff <= offset < moff + (hi - lo):
-                    return lo + offset - moff
-    raise ValueError(f"process {pid} has no writable mapping of {program} at {offset:#x}")
-
-
-def raise_semaphores(pid, program, names):
-    """Adds 1 to the semaphore of each marker in NAMES in process PID (a
-    2-byte counter, as sys/sdt.h's _ENABLED() reads it); {name: its value
-    before}.  Nothing to undo: the counter dies with the process."""
-    have, elf, before = markers(program), Elf(program), {}
-    fd = os.open(f"/proc/{pid}/mem", os.O_RDWR)
-    try:
-        for name in names:
-            if name not in have or not have[name].semaphore:
-                raise ValueError(f"{program}: marker {name} has no semaphore")
-            at = mem_address(pid, program, elf.file_offset(have[name].semaphore))
-            v, = struct.unpack("<H", os.pread(fd, 2, at))
-            os.pwrite(fd, struct.pack("<H", min(0xFFFF, v + 1)), at)
-            before[name] = v
-    finally:
-        os.close(fd)
-    return before

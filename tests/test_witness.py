@@ -21,7 +21,9 @@ from unittest import mock
 import kit_test  # noqa: F401  (puts scripts/ on the path)
 from kit_test import unavailable
 import record
+import semaphores
 import workloads
+from elfinfo import Elf
 from measure import witness
 from record import Events
 from tracers import base, bpftrace, ftrace, perf, stap, tracefs
@@ -326,7 +328,7 @@ class SemaphoreAudit(unittest.TestCase):
 
     def test_a_bad_list_raises_nothing(self):
         prog = os.path.join(kit_test.ROOT, "build", "benchmark-sdt-guarded")
-        if not os.path.exists(workloads.SEMAPHORE_AUDIT) or not os.path.exists(prog):
+        if not os.path.exists(semaphores.SEMAPHORE_AUDIT) or not os.path.exists(prog):
             unavailable(self, "the build is not made (make)")
         st = os.stat(prog)
         me = f"{st.st_dev}:{st.st_ino}"
@@ -334,22 +336,21 @@ class SemaphoreAudit(unittest.TestCase):
                     ":".join([me, *["10"] * 17])):
             with self.subTest(KIT_SEMAPHORES=bad):
                 r = subprocess.run([prog, "--threads", "1", "--iterations", "10", "--quiet"],
-                                   env=dict(os.environ, LD_AUDIT=workloads.SEMAPHORE_AUDIT,
+                                   env=dict(os.environ, LD_AUDIT=semaphores.SEMAPHORE_AUDIT,
                                             KIT_SEMAPHORES=bad), capture_output=True)
                 self.assertEqual(r.returncode, 0, r.stderr[-500:])
 
     def test_the_list_the_kit_gives(self):
         w = workloads.WORKLOADS["user"]
         prog = os.path.join(kit_test.ROOT, "build", "benchmark-sdt-guarded")
-        if not os.path.exists(workloads.SEMAPHORE_AUDIT) or not os.path.exists(prog):
+        if not os.path.exists(semaphores.SEMAPHORE_AUDIT) or not os.path.exists(prog):
             unavailable(self, "the build is not made (make)")
-        from elfinfo import Elf
         sem, = [n.semaphore for n in Elf(prog).sdt_notes() if n.name == "single_trace"]
         st = os.stat(prog)
         import dataclasses
         w = dataclasses.replace(w, program=prog, provider="benchmark")
         env = w.exec_env(["single_trace"], True)
-        self.assertEqual(env, {"LD_AUDIT": workloads.SEMAPHORE_AUDIT,
+        self.assertEqual(env, {"LD_AUDIT": semaphores.SEMAPHORE_AUDIT,
                                "KIT_SEMAPHORES": f"{st.st_dev}:{st.st_ino}:{sem:x}"})
         # a row that raises nothing loads it alike: TARGET named, no address
         self.assertEqual(w.exec_env(["single_trace"], False)["KIT_SEMAPHORES"],
@@ -515,7 +516,7 @@ class Sites(unittest.TestCase):
         if not os.path.exists(pg.program):
             unavailable(self, f"{pg.program} not installed (Debian package {pg.package})")
         n = sum((x.provider, x.name) == ("postgresql", "sort__start")
-                for x in workloads.Elf(pg.program).sdt_notes())
+                for x in Elf(pg.program).sdt_notes())
         self.assertGreater(n, 1)
         cfg = dataclasses.replace(configs.BY_NAME["postgres-ftrace-query"], marker="sort__start")
         self.assertEqual(ftrace.BACKEND.skip_reason(cfg),

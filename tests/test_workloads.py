@@ -27,6 +27,7 @@ import configs
 import packages  # (tests/packages.py: the one list)
 import record
 import stats
+import semaphores
 import workloads
 from render import real, summary
 from tracers import tracefs
@@ -55,9 +56,9 @@ class Semaphores(unittest.TestCase):
             self.assertTrue(workloads.wait_held(p.pid, lambda: p.poll() is None),
                             "the target never reached its gate")
             self.assertEqual(len(os.listdir(f"/proc/{p.pid}/task")), 3)  # main + 2 at the gate
-            self.assertEqual(workloads.raise_semaphores(p.pid, PY.program, ["line"]),
+            self.assertEqual(semaphores.raise_semaphores(p.pid, PY.program, ["line"]),
                              {"line": 0})
-            self.assertEqual(workloads.raise_semaphores(p.pid, PY.program, ["line"]),
+            self.assertEqual(semaphores.raise_semaphores(p.pid, PY.program, ["line"]),
                              {"line": 1})
             out, _ = p.communicate("x", timeout=60)
         finally:
@@ -646,7 +647,7 @@ def others_probes(lib, tmp):
                    capture_output=True)
     subprocess.run(["perf", "--buildid-dir", bid, "probe", "-x", lib, "-a",
                     "sdt_libstdcxx:throw"], check=True, capture_output=True)
-    off = [n for n in workloads.markers(lib).values() if n.provider == "libstdcxx"
+    off = [n for n in semaphores.markers(lib).values() if n.provider == "libstdcxx"
            and n.name == "throw"][0]
     from elfinfo import Elf
     tracefs.add_uprobe("foreign_kit_test", "foreign_throw", lib, Elf(lib).file_offset(off.pc))

@@ -22,6 +22,7 @@ import tracers
 import host
 import leftovers
 from private import Private
+import semaphores
 import workloads
 from host import BUILD, ROOT, Interrupted, say
 from measure import paths
@@ -199,7 +200,7 @@ class Kit:
                     try:
                         if not holders:
                             raise ValueError(f"no process of {run.build} to raise them in")
-                        raised = [workloads.raise_semaphores(pid, run.build, cfg.semaphores)
+                        raised = [semaphores.raise_semaphores(pid, run.build, cfg.semaphores)
                                   for pid in holders]
                         run.raised, run.raised_in = raised[0], len(raised)  # (the first's)
                     except (OSError, ValueError) as e:

@@ -1,5 +1,5 @@
 """stap.py: SystemTap, with the scripts in stp/, on either runtime.
-(Some 500 lines, past the house's ~450: one back-end's run verbs on two
+(Some 510 lines, past the house's ~450: one back-end's run verbs on two
 runtimes that share every verb; its lifecycle verbs are stap_attached.py's,
 its module builds stap_build.py's, its pre-flight stap_preflight.py's.)
 
@@ -61,6 +61,7 @@ import sys
 from dataclasses import dataclass
 
 import host
+import semaphores
 import workloads
 from params import Param, flag01, folder, one_of
 from . import stap_preflight, tracefs
@@ -299,7 +300,7 @@ class Stap(Tracer):
             return None
         marker = w.marker or cfg.marker
         try:
-            note = workloads.markers(w.program).get(marker)
+            note = semaphores.markers(w.program).get(marker)
         except (OSError, ValueError):
             return None  # (the workload's own check says why)
         if note and note.semaphore and marker not in cfg.semaphores and not w.raises_at_exec():
