@@ -699,10 +699,10 @@ class MixedKernel(unittest.TestCase):
         sid+trixie-backports, the baseline counts, SystemTap's rows run or
         are skipped with the pre-flight's own reason; sid's CPython (3.14,
         no function__entry marker) has every python-* row skipped saying
-        what it has; ftrace, bpftrace, perf and LTTng each count every
-        event in sid's userland (EVERY_TRACER: a tracer that measures
-        nothing there fails the test, named with its reason); nothing is
-        left on the host."""
+        what it has; ftrace, bpftrace, perf and LTTng each have every run
+        measured in sid's userland (EVERY_TRACER: a tracer whose run fails
+        or is skipped there fails the test, named with its reason); nothing
+        is left on the host."""
         need_root(self)
         before = lab_state()
         with tempfile.TemporaryDirectory() as res:
@@ -717,8 +717,12 @@ class MixedKernel(unittest.TestCase):
                 tracer = configs.BY_NAME[name].tracer
                 with self.subTest(config=name):
                     self.assertTrue(mine, f"{name}: no row in sid's guest")
-                    for x in mine:  # (lttng-flight's ring keeps the newest: overwritten)
-                        self.assertIn(x["status"], record.LOSSLESS,
+                    # measured: it ran and counted.  A miscount is the tool's
+                    # finding, a row with its reason, not the suite's failure
+                    # (sid's bpftrace 0.27.1 once saw 39,433 of 40,000 at 2
+                    # threads: docs/findings/2026-12-05-bpftrace-0.27-in-sid.md)
+                    for x in mine:
+                        self.assertIn(x["status"], record.MEASURED,
                                       f"{tracer} ({tools.get(tracer, '?')}) measured nothing "
                                       f"in sid's guest: {name} at {x['threads']} threads, "
                                       f"{x['status']}: {x['reason']}")
