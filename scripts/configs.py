@@ -9,11 +9,16 @@ a timestamp and the argument), mode (tracer-specific), script (stap),
 expect (all events, none, or unverifiable), overwrite (a flight
 recorder), attach (the order of probe and target, ATTACH below) and a
 one-line description.
+
+Some 500 lines, past the house's ~450: one table of every configuration,
+whose order `--list`, the matrix and the report follow; a split would
+part a row from its fellows.
 """
 import functools
 import os
 from dataclasses import dataclass
 
+from bodies import BODIES, BODY_BUILD, STAP_PRINTING
 from host import ROOT
 
 BUILD_TABLE = os.path.join(ROOT, "src", "builds.tsv")
@@ -72,6 +77,14 @@ class Config:
     baseline: str = ""  # "": BASELINE
     semaphores: tuple = ()
     default: bool = True  # in the default run (else only where CONFIGS names it)
+    # The probe-body axis (bodies.py): what the back-end's probe does
+    # besides its count, in its own terms (bpftrace: the handler's
+    # statements; perf: `perf record`'s arguments; ftrace: one of
+    # bodies.FTRACE_STRING, FTRACE_STACKS), the tracer's environment, and
+    # the row on the same build whose price this one's body is priced beside.
+    body: str = ""
+    env: tuple = ()
+    beside: str = ""
 
     @property
     def against(self):
@@ -111,6 +124,57 @@ PYTHON_BASELINE = "python-untraced"  # the python-* rows' own
 PG_BASELINE = "postgres-untraced"  # the postgres-* rows' own
 PYGC_BASELINE = "python-gc-untraced"  # the python-gc-* rows' own
 USER_BASELINE = "user-untraced"  # the user-* rows' own
+
+
+def body_rows():
+    """The probe-body axis' rows, from bodies.BODIES (on the body build's
+    marker: a string argument, a chain of frames, frame pointers):
+    TRACER-body-NAME, each but the first of its back-end priced beside
+    that first, and not in the default run (CONFIGS='*-body-*' names
+    them)."""
+    rows = [C(f"idle-{BODY_BUILD}", BODY_BUILD, "none", default=False,
+              description=f"{builds()[BODY_BUILD].description}; nothing attached")]
+    for tracer, table in BODIES.items():
+        bodies = table
+        first = f"{tracer}-body-{bodies[0][0]}"
+        for name, body, env, what in bodies:
+            me = f"{tracer}-body-{name}"
+            kw = dict(env=env, beside="" if me == first else first, default=False,
+                      description=f"body: {what}")
+            if tracer == "bpftrace":
+                rows.append(C(me, BODY_BUILD, tracer, "marker", "count" if body else "nothing",
+                              body=body, expect="all" if body else "unverifiable", **kw))
+            elif tracer == "stap":
+                rows.append(C(me, BODY_BUILD, tracer, "marker",
+                              "record" if name in STAP_PRINTING else "count", script=body, **kw))
+            elif tracer == "perf":
+                mode = "stat" if name == "stat" else "record"
+                rows.append(C(me, BODY_BUILD, tracer, "marker", "count" if mode == "stat"
+                              else "record", mode, body=body, **kw))
+            else:
+                rows.append(C(me, BODY_BUILD, tracer, "marker", "record", body=body, **kw))
+    return rows
+
+
+# Your own script (make run SCRIPT=..., userscript.py): run as written
+# beside the untraced run, by the tracer its file's ending names, on the
+# kit's marker (the sdt build, whose marker fires once a call) or, with
+# TARGET, on your program; attached to the held target, so its probes are
+# live before the first call.  Nothing counts its events but the
+# program's own count or the witnesses (measure/witness.py); the run
+# hands its path to the row (measure/kit.py's Run).
+SCRIPT_KINDS = {".bt": "bpftrace", ".stp": "stap"}
+SCRIPT_MODE = "script"  # a script row's mode
+# On a user's program, the rows whose counts the kernel's hit counter
+# witnesses in their own runs: they count the workload's events a call
+# for the script's row (measure/witness.py).
+SCRIPT_WITNESSES = ("user-ftrace", "user-perf")
+
+
+def script_row(tracer, user):
+    """The name of the row that runs a script of TRACER's: on a user's
+    program (USER) or on the kit's marker."""
+    return f"{'user-' if user else ''}script-{tracer}"
 
 
 def by_path_stap(tracer, semaphores):
@@ -342,6 +406,16 @@ CONFIGS = [
       for what, marker in (("query", "query__start"), ("lwlock", "lwlock__acquire"))
       for t, mode, how in BY_PATH],
 
+    # The probe-body axis (bodies.py, body_rows above).
+    *body_rows(),
+
+    # Your own script (SCRIPT_KINDS above): on the kit's marker.
+    *[C(script_row(t, False), "sdt", t, "marker", "nothing", SCRIPT_MODE, attach="running",
+        expect="unverifiable", default=False,
+        description=f"your SCRIPT ({ext}), run by {t} as written, beside the held target "
+                    "(the sdt build; its marker fires once a call)")
+      for ext, t in SCRIPT_KINDS.items()],
+
     # A user's program (make run TARGET=... PROBE=provider:name WORKLOAD='...'):
     # the marker is PROBE's (workloads.set_user), probed by path, its
     # semaphore raised where it has one (SystemTap's bpf runtime raises none:
@@ -356,6 +430,12 @@ CONFIGS = [
         description=f"{how} on your PROBE, every process mapping TARGET",
         **by_path_stap(t, ()))
       for t, mode, how in BY_PATH],
+    # ... and your own script on it (SCRIPT_KINDS above).
+    *[C(script_row(t, True), "user", t, "marker", "nothing", SCRIPT_MODE, workload="user",
+        marker="", baseline=USER_BASELINE, attach="running", expect="unverifiable",
+        default=False, description=f"your SCRIPT ({ext}), run by {t} as written, while your "
+                                   "WORKLOAD runs")
+      for ext, t in SCRIPT_KINDS.items()],
 ]
 
 BY_NAME = {c.name: c for c in CONFIGS}
@@ -380,6 +460,18 @@ LOOP_TWIN = {"ftrace": "ftrace-sdt", "bpftrace": "bpftrace-sdt-count",
 # rows when CONFIGS is not given: the loop's baseline and each twin, at the
 # same thread counts, so that its answer says whether the loop predicts it.
 USER_LOOP = (BASELINE, *LOOP_TWIN.values())
+
+
+def companions(chosen):
+    """CHOSEN (configurations) with what their figures need that is not
+    among them: a probe body's row (bodies.py) the row it is priced beside,
+    and the baseline its price per event is measured against; in the
+    table's order."""
+    want = {c.name for c in chosen or ()}
+    for c in chosen or ():
+        if c.beside:
+            want |= {c.beside, c.against}
+    return [c for c in CONFIGS if c.name in want]
 
 
 def is_baseline(name):

@@ -14,6 +14,7 @@ import os
 import random
 import re
 import shlex
+import stat
 import struct
 import sys
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ import record
 import workloads
 
 import kitlock
+import userscript
 from host import ROOT
 
 MAX_THREADS = 1024  # as in src/benchmark.c
@@ -185,6 +187,35 @@ def elf_file(name):
     return parse
 
 
+def parse_script(text):
+    """SCRIPT: your bpftrace (.bt) or SystemTap (.stp) script, a readable
+    text file of at most userscript.MAX_SCRIPT_BYTES, or ''."""
+    if not text:
+        return ""
+    path, why = os.path.abspath(text), None
+    want = (" or ".join(f"{t} ({e})" for e, t in configs.SCRIPT_KINDS.items())
+            + f" script: a text file of at most {userscript.MAX_SCRIPT_BYTES:,} bytes")
+    if not userscript.kind(path):
+        why = "its name ends in neither " + " nor ".join(configs.SCRIPT_KINDS)
+    else:
+        try:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode):
+                why = "it is not a regular file"
+            elif st.st_size > userscript.MAX_SCRIPT_BYTES:
+                why = f"it has {st.st_size:,} bytes"
+            else:
+                with open(path, encoding="utf-8") as f:
+                    f.read()  # (it must decode)
+        except OSError as e:
+            why = e.strerror or str(e)
+        except UnicodeDecodeError:
+            why = "it is not UTF-8 text"
+    if why:
+        raise argparse.ArgumentTypeError(f"SCRIPT '{text}' is not allowed: want a {want} ({why})")
+    return path
+
+
 def probe_name(text):
     """PROBE: provider:name (checked against TARGET's markers in check_user)."""
     if text and not re.fullmatch(r"[A-Za-z_][\w]*:[A-Za-z_][\w]*", text):
@@ -285,6 +316,10 @@ PARAMS = [
     Param("PROBE", probe_name, "", "provider:name, one of TARGET's markers", "none"),
     Param("WORKLOAD", command_line, [], "the command that makes TARGET fire PROBE (run "
           "THREADS copies at once, ITER times each; no shell unless you name one)", "none"),
+    Param("SCRIPT", parse_script, "", "your own bpftrace (.bt) or SystemTap (.stp) script, run "
+          "as written beside the untraced run, on the kit's marker or with TARGET/PROBE/"
+          "WORKLOAD on your program; priced per event of the marker, beside the loop body "
+          "closest to it (docs/bodies.md)", "none"),
     Param("QUICK", flag01("QUICK"), False, "1: a fast smoke run: ITER=100000 RUNS=1 "
           "THREADS=1..2, no warm-up", "0"),
     Param("NO_INSTALL", flag01("NO_INSTALL"), False, "1: never install missing Debian packages",
@@ -394,9 +429,14 @@ def parse_args(argv, extra=()):
     if a.seed is None:
         a.seed = random.SystemRandom().randrange(2 ** 32)
     check_user(a, p.error)
-    a.configs = a.configs or [c for c in configs.CONFIGS
-                              if (c.workload == "user" or c.name in configs.USER_LOOP
-                                  if a.target else c.default)]
+    if a.script:
+        a.configs = userscript.configs_for(a.script, bool(a.target), a.configs)
+    if a.configs:  # a script's row runs the SCRIPT given, of its kind, or not at all
+        a.configs = [c for c in a.configs if c.mode != configs.SCRIPT_MODE or (
+            a.script and c.name == configs.script_row(userscript.kind(a.script), bool(a.target)))]
+    a.configs = configs.companions(a.configs) or [
+        c for c in configs.CONFIGS
+        if (c.workload == "user" or c.name in configs.USER_LOOP if a.target else c.default)]
     return a
 
 

@@ -119,6 +119,35 @@ def predictions(a, loop=None):
     return out
 
 
+def script_predictions(a, script):
+    """Per cell of a user's script's row (configs.SCRIPT_MODE) in analysis
+    A, the same as predictions() gives a real program's row, its twin the
+    loop body closest to it (SCRIPT, meta.json's "script":
+    userscript.closest): on the kit's marker one event a call; on a user's
+    program the workload's events a call, the witnesses' (witness.script).
+    [] where A is not in ns."""
+    if not script or any(c.get("unit", NS) != NS for c in a["cells"]):
+        return []
+    by = {(c["config"], c["threads"]): c for c in a["cells"]}
+    out = []
+    for c in a["cells"]:
+        cfg = configs.BY_NAME.get(c["config"])
+        if not cfg or cfg.mode != configs.SCRIPT_MODE or not c["n_runs"]:
+            continue
+        w, t = workloads.get(cfg.workload) if cfg.workload else None, c["threads"]
+        at = 1 if w and w.serial else t
+        seen = workload_events(c.get("check")) if w else c.get("calls")
+        p = {"config": c["config"], "threads": t, "program": cfg.workload or "the kit's marker",
+             "twin": script["closest"], "twin_threads": at,
+             "events": seen / c["calls"] if seen is not None and c.get("calls") else None,
+             "turns": t if w and w.serial else 1, "check": (c.get("check") or {}).get("verdict"),
+             "measured_ns": triple(c.get("overhead")), "twin_ns": None, "predicted_ns": None,
+             "ratio": None, "lo": None, "hi": None, "verdict": None, "causes": []}
+        p["why_not"] = compare(p, by.get((p["twin"], at)))
+        out.append(p)
+    return out
+
+
 def triple(o):
     return (o["mean_ns"], o["lo_ns"], o["hi_ns"]) if o else None
 

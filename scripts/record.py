@@ -37,9 +37,11 @@ import host
 # 10 added workload (a real program's own figures of the run, a JSON
 # object: pgbench's tps, latency_ms); 12 added events_others (a probe by
 # path's hits in processes not the workload's, counted apart from
-# events_seen: cgroups.py; empty where the tracer cannot tell them apart).
+# events_seen: cgroups.py; empty where the tracer cannot tell them apart);
+# 13 added meta's "script" (a run of a user's SCRIPT: userscript.record),
+# its copy and its runs' output (logs/*.script.out).
 # Older folders still read.
-FORMAT_VERSION = 12
+FORMAT_VERSION = 13
 
 COLUMNS = [
     "started", "config", "build", "tracer", "probe", "action", "threads", "iterations", "rep",

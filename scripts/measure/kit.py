@@ -50,6 +50,8 @@ class Run:
         self.workload = workloads.get(cfg.workload) if cfg.workload else None
         if self.workload and self.workload.marker:  # the user's PROBE (set_user)
             self.cfg = cfg = dataclasses.replace(cfg, marker=self.workload.marker)
+        if cfg.mode == configs.SCRIPT_MODE:  # the user's SCRIPT (userscript.py)
+            self.cfg = cfg = dataclasses.replace(cfg, script=kit.args.script)
         self.build = self.workload.program if self.workload else target_path(cfg.build)
         self.target_pid = None  # the target's, once started (Supervisor.execute)
         self.raised = None  # {marker: semaphore before} that the runner raised in it

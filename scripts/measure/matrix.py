@@ -21,6 +21,7 @@ from host import say
 from measure import environment as env
 from host import check_signalled
 from measure.kit import target_path
+import userscript
 from measure import witness
 from measure.plan import Plan, fmt_s
 from measure.sizing import (WARMUP_ITER, floor_calls, size_iterations, wall_per_call,
@@ -109,6 +110,8 @@ def measure(kit, args, wanted, skip):
                          "sliced_runs": args.sliced_runs, "pilot_s": args.pilot_s})
     meta.update(env.environment(args, sorted({c.build for c in args.configs})))
     meta["tracers"] = {n: line for n in wanted if (line := tracers.get(n).describe())}
+    if args.script:  # your SCRIPT: a copy, and the loop body it is set beside
+        meta["script"] = userscript.record(args.script, kit.folder.dir)
     kit.folder.write_meta()
     for cfg in args.configs:
         if cfg.name in skip:

@@ -13,6 +13,7 @@ import json
 
 import host
 import configs
+import userscript
 import workloads
 from configs import is_baseline
 from params import TIGHT, cpus, pilot_runs
@@ -50,7 +51,8 @@ class Plan:
         # The cache by configuration name; a user's row's under its command's
         # key (keyed): another WORKLOAD's timings size nothing of this one
         self.stored = load(args.timings)
-        self.cache = {n: self.stored[keyed(n)] for n in configs.BY_NAME if keyed(n) in self.stored}
+        self.cache = {n: self.stored[keyed(n, args)] for n in configs.BY_NAME
+                      if keyed(n, args) in self.stored}
         self.spent = self.planned_spent = 0.0
         # Each cell's pilot, fixed here, before anything runs: nothing the
         # pilot measures sets its length (stats.settle's two stages).
@@ -209,15 +211,18 @@ class Plan:
         if not write:
             return
         try:
-            host.write_json(self.args.timings, {**self.stored, **{keyed(n): v for n, v in
+            host.write_json(self.args.timings, {**self.stored, **{keyed(n, self.args): v for n, v in
                                                                    self.cache.items()}},
                             indent=1, sort_keys=True)
         except OSError:
             pass  # a cache only: the next plan guesses
 
 
-def keyed(name):
+def keyed(name, args=None):
     """Configuration NAME's key in TIMINGS: its name, and for a row of a
-    user's command (make run TARGET=...), the command's own key too."""
+    user's command (make run TARGET=...), the command's own key too; for
+    a row of a user's script (ARGS' SCRIPT), the script's (its text)."""
     c = configs.BY_NAME.get(name)
-    return name + (workloads.get(c.workload).timing_key() if c and c.workload else "")
+    return name + (workloads.get(c.workload).timing_key() if c and c.workload else "") + (
+        userscript.timing_key(args.script) if c and c.mode == configs.SCRIPT_MODE
+        and getattr(args, "script", "") else "")

@@ -72,6 +72,9 @@ def judge(rows):
         for i in idx:
             r = rows[i]
             seen, calls = count(r["events_seen"]), count(r["calls"])
+            if r["status"] == "unverified" and seen is None and calls and is_script(r):
+                out[i] = script(r, calls, apart if most else kernel, call)
+                continue
             if r["status"] != "unverified" or seen is None or not calls:
                 continue
             if most and count(r.get("events_others")) is None and not getattr(
@@ -87,6 +90,32 @@ def judge(rows):
                 out[i] = (out[i][0], out[i][1] + "; " + workloads.get(f[0]).why_silent(),
                           out[i][2])
     return out
+
+
+def is_script(r):
+    """R is a user's script's run (configs.SCRIPT_MODE): no count of its own."""
+    return getattr(configs.BY_NAME.get(r["config"]), "mode", "") == configs.SCRIPT_MODE
+
+
+def script(r, calls, witnesses, call):
+    """(status, reason, events expected) of a user's script's run R, in
+    CALLS calls, which counts nothing for the kit: the workload's events
+    are the WITNESSES' (the runs the kernel's hit counter witnessed, or,
+    where other processes fired the marker, the runs that counted the
+    workload's apart), where they agree on a number a call; always
+    `unverified` (no count of its own to agree)."""
+    per_call = {Fraction(count(w["events_seen"]) + (count(w["events_dropped"]) or 0),
+                         count(w["calls"])) for w in witnesses if w["tracer"] != r["tracer"]
+                or not is_script(w)}
+    if len(per_call) != 1 or (min(per_call) * calls).denominator != 1:
+        return "unverified", r["reason"] + (
+            "; no witness counted the workload's events" if not per_call else
+            f"; the witnesses' counts a {call} vary, so its events are not known"), None
+    k = min(per_call)
+    expected = int(k * calls)
+    by = ", ".join(sorted({w["tracer"] for w in witnesses}))
+    return "unverified", r["reason"] + (f"; the workload made {expected} events, {k} a {call} "
+                                        f"by {by} in each of their runs"), expected
 
 
 def mixed(r, seen, calls, apart, most, call):

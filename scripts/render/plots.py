@@ -20,6 +20,7 @@ from kernel import NEVER_FIRES
 import configs
 import workloads
 from stats import config_rank
+from render.bodies import plot_bodies
 from render.formats import f_ns, f_overhead, normalise, undetectable
 from render.layout import DPI, panel_grid, place, rows_grid, save, spans, whiskers
 
@@ -93,6 +94,11 @@ def plots(a, folder, p=None):
                 drawn[os.path.basename(path)] = how
     if any(configs.real(c["config"]) and c["n_runs"] for c in a["cells"]):
         made.append(plot_throughput(plt, a, folder))
+    if a["has_baseline"]:
+        path, how = plot_bodies(plt, a, folder)
+        if path:
+            made.append(path)
+            drawn[os.path.basename(path)] = how
     one = [c for c in a["cells"] if c["threads"] == min(threads or [1]) and c["n_runs"]
            and c["user_ns"] is not None]
     if one:

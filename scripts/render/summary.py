@@ -20,6 +20,7 @@ from configs import BASELINE, real
 from record import LOSSLESS, OTHERS, STATUSES
 from render.formats import (f_interval, f_ns, f_overhead, f_rate, f_slower, f_x, failure_groups,
                             normalise, reading, table, where)
+from render.bodies import body_lines, script_lines
 from render.guest import guest_2011, guest_head, guest_line
 from render.y2011 import Y2011_CONFIGS, y2011
 
@@ -156,7 +157,8 @@ def real_lines(a):
         mine = [x for x in a["cells"] if x["threads"] == c["threads"] and x is not c
                 and configs.against(x["config"]) == c["config"]]
         quiet = [x for x in mine if x["tracer"] in ("none", "") and x.get("overhead")]
-        traced = [x for x in mine if x["tracer"] not in ("none", "")]
+        traced = [x for x in mine if x["tracer"] not in ("none", "")  # (a script: its own lines)
+                  and configs.BY_NAME[x["config"]].mode != configs.SCRIPT_MODE]
         ok = sorted((x for x in traced if quotable(x)), key=lambda x: x["overhead"]["mean_ns"])
         silent = ""  # why the marker never fired, where it did not (measure/silence.py)
         parts = [f"{x['config']}, no probe: {f_slower(x['overhead'])}" for x in quiet]
@@ -348,11 +350,14 @@ def answers(a, p, rows, meta, folder, plots=(), terminal=False, guest=None):
         mine = any(getattr(configs.BY_NAME.get(c["config"]), "workload", "") == "user"
                    for c in a["cells"])
         lines += cost_lines(a, mine)
+        lines += body_lines(a) + script_lines(a, env, predict.script_predictions(
+            a, env.get("script")), WIDTH)
         sites = site_lines(a, env)
         if sites:
             lines += ["", "Probe sites on this kernel (red-zone canary; the uprobe syscall "
                       f"answered {kernel.answer(env)}):", ""] + sites
-        if a["has_baseline"] and not mine:  # (a user's run: its loop is for the prediction)
+        if a["has_baseline"] and not mine and not env.get("script"):  # (a user's run, or a
+            # script's: its loop is for the prediction)
             lines += ["", "The 2011 post beside today (10M calls, 1 thread, scaled):", ""]
             head = ["probe", "2011", "today, this machine (mean)", "today's configuration"]
             if guest:

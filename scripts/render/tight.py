@@ -11,6 +11,7 @@ import configs
 from render.formats import (Notes, f_check, f_ns, f_overhead, f_slowdown, runs_cell,
                             skipped_failed, table, undetectable)
 from render.guest import guest_2011, guest_head, guest_line
+from render.bodies import bodies_markdown
 from render.sites import SITES_NOTE, expectation, sites_table
 from render.y2011 import Y2011_HEAD, y2011
 
@@ -105,7 +106,7 @@ def tight_tables(a, meta=None):
         lines += ["", "## Probe sites: cost, safety and the path taken", "", SITES_NOTE, ""]
         lines += expectation(meta) + [""]
         lines.append(sites_table(a, meta))
-    return lines
+    return lines + bodies_markdown(a)
 
 
 def tight_closing(a, guest=None):

@@ -8,6 +8,7 @@ import os
 
 import configs
 import kernel
+from bodies import BODY_BUILD
 import workloads
 from kernel import NEVER_FIRES
 from configs import BASELINE
@@ -78,7 +79,8 @@ def analyse(rows, meta):
     scaling([c for c in out if c["n_runs"]], ncpu)
     return {"cells": out, **outcomes(rows), "cpus": ncpu,
             "has_baseline": any(k[0] == BASELINE for k in base),  # the kit's own
-            "sites": sites(out)}
+            "sites": sites(out), "bodies": bodies(out, pilot_of=lambda c: pilot(
+                meta, c["config"], c["threads"]))}
 
 
 def measured_cell(c, warmups, measured, ncpu):
@@ -130,6 +132,8 @@ def workload_sum(rows):
         seen, exp = num(r.get("events_seen")), num(r.get("events_expected"))
         if seen is not None:
             out = (out or 0) + (exp if exp is not None and seen > exp else seen)
+        elif exp is not None and r["status"] == "unverified":  # a user's script's: the witnesses'
+            out = (out or 0) + exp
     return out
 
 
@@ -201,6 +205,37 @@ def sites(cells):
                     "tracer": c["tracer"], "threads": c["threads"], "attach": c["attach"],
                     "ns_per_event": o["mean_ns"] if o else None, "corrupted": c["corrupted"],
                     "calls": c["calls"], "path": c["path"], "verdict": verdict})
+    return out
+
+
+def bodies(cells, pilot_of=lambda c: None):
+    """The probe-body table (bodies.BODIES): per body cell, its price per
+    event (its overhead against the baseline) and its share: what it costs
+    an event beyond the row it is priced beside (configs' beside: its
+    back-end's plainest probe on the same build, at the same threads), the
+    two cells' difference with its interval (cells.overhead, paired over
+    their repetitions); what it lost (a body that sends every event to
+    user space) and the loss as a fraction of its events; a cell with no
+    runs says why (its runs' failure)."""
+    by = {(c["config"], c["threads"]): c for c in cells}
+    out = []
+    for c in cells:
+        cfg = configs.BY_NAME.get(c["config"])
+        if not cfg or cfg.build != BODY_BUILD or cfg.tracer == "none":
+            continue
+        ref = by.get((cfg.beside, c["threads"])) if cfg.beside else None
+        share = None
+        if c["n_runs"] and ref and ref.get("n_runs"):
+            share = overhead(c, ref, pilot_of(c))
+        check = c.get("check") or {}
+        made = (check.get("seen") or 0) + (check.get("dropped") or 0)
+        out.append({"config": c["config"], "tracer": c["tracer"], "threads": c["threads"],
+                    "body": cfg.description.removeprefix("body: "), "beside": cfg.beside,
+                    "price": c.get("overhead"), "share": share,
+                    "verdict": check.get("verdict"), "lost": check.get("dropped"),
+                    "lost_fraction": check["dropped"] / made if made and check.get("dropped")
+                    is not None else None,
+                    "failed": c["failed_reasons"] if not c.get("n_runs") else []})
     return out
 
 

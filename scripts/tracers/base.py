@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import host
 import kitstate
+import userscript
 from record import Events  # noqa: F401  (what events() returns)
 
 TOOL_TIMEOUT_S = 120  # a tracer's command that sets up or tears down
@@ -266,3 +267,30 @@ class Tracer:
             raise TracerError(f"{os.path.basename(cmd[0])} failed (exit {status})"
                               + (f": {said}" if said else ""))
         return (status, out) if code else out
+
+
+def start_script(tracer, run, cmd, script, ready=None, env=None):
+    """Starts CMD, which runs SCRIPT (a copy of the user's, userscript.runnable)
+    beside the held target, as start_live does (READY: its live line printed,
+    by default); a failure's words name the user's script, not the copy."""
+    try:
+        tracer.start_live(run, cmd, ready or (lambda live: live.printed(LIVE_LINE)), env=env,
+                          timeout=LONG_TIMEOUT_S)
+    except TracerError as e:
+        raise TracerError(str(e).replace(script, run.cfg.script)) from None
+
+
+def script_events(tracer, run, live):
+    """A user's script's run (configs.SCRIPT_MODE, userscript.py): its
+    output kept beside the run's log, what it said it lost; no count of
+    its own (the marker's events are the program's count or the
+    witnesses', measure/witness.py)."""
+    if live is None:
+        raise TracerError(f"{tracer.name} never started the script")
+    if live.status not in (0, -signal.SIGINT):
+        raise TracerError(f"{tracer.name} exited with status {live.status} at its SIGINT")
+    lost, kept = userscript.keep(live.out, run.log, tracer.name)
+    return Events(None, lost, f"your SCRIPT, run by {tracer.name} as written; its output kept "
+                  f"in logs/{kept}; it counts its events itself, not for the kit"
+                  + (f"; it said it lost {lost} events" if lost else ""),
+                  tracer_cpu_ns=live.cpu_ns)

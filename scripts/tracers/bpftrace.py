@@ -18,9 +18,14 @@ import re
 import time
 from dataclasses import dataclass
 
+import userscript
+from bodies import BPF_PRINTF
+from configs import SCRIPT_MODE
+
 from . import tracefs
 from .attached import LIVE_LIMIT_S, POLL_S, Process, TracerGone, held_links
-from .base import LIVE_LINE, LOG_TAIL, Events, RunState, Tracer, TracerError
+from .base import (LIVE_LINE, LOG_TAIL, Events, RunState, Tracer, TracerError, script_events,
+                   start_script)
 
 COUNT = "@events = count();"
 # A by-path probe's count keyed by the process's cgroup v2 id (the same
@@ -34,6 +39,11 @@ HANDLERS = {
     "record-return": f"@ts[tid] = nsecs; @arg[tid] = retval; {COUNT}",
     "record": f"@ts[tid] = nsecs; @arg[tid] = arg0; {COUNT}",
 }
+
+
+PRINTF_WITNESS = "events bpftrace counted in the kernel (@events)"
+# A line a printf body (bodies.BODIES) printed: the event's argument
+PRINTED = re.compile(r"^\d+$")
 
 
 @dataclass
@@ -97,11 +107,16 @@ class Bpftrace(Tracer):
             probe = f"uretprobe:{path}:single_trace"
         else:
             probe = f"usdt:{path}:benchmark:single_trace"
-        return f"{probe} {{ {HANDLERS[run.cfg.action]} }}"
+        # a probe body's row (bodies.BODIES): its own statements
+        return f"{probe} {{ {run.cfg.body or HANDLERS[run.cfg.action]} }}"
 
     def attach(self, run):
         if run.cfg.attach != "running":
             return  # wrap() runs it, with the target
+        if run.cfg.mode == SCRIPT_MODE:  # the user's own, as written (userscript.py)
+            prog = userscript.runnable(run.cfg.script, self.name, run.scratch, LIVE_LINE)
+            start_script(self, run, ["bpftrace", prog], prog)
+            return
         pid = [] if run.workload.by_path else ["-p", str(run.target_pid)]
         self.start_live(run, ["bpftrace", *pid, "-e", self.program(run)],
                         lambda live: live.printed(LIVE_LINE))
@@ -113,13 +128,15 @@ class Bpftrace(Tracer):
             raise TracerError("bpftrace -c splits its command at spaces; move the kit to a "
                               "path without spaces")
         run.state.out = run.scratch + "/bpftrace.out"
+        run.env.update(e.split("=", 1) for e in run.cfg.env)  # (bpftrace's, and the target's)
         return ["bpftrace", "-o", run.state.out, "-e", self.program(run),
                 "-c", " ".join(cmd)]
 
     def events(self, run):
         live = self.stop_live(run)
-        with open(live.out if live else run.state.out) as f:
-            out = f.read()
+        if run.cfg.mode == SCRIPT_MODE:
+            return script_events(self, run, live)
+        out, printed = self.read_out(live.out if live else run.state.out)
         with open(run.log, "a") as f:
             f.write(out[-LOG_TAIL:])
         nothing = not HANDLERS[run.cfg.action]
@@ -137,7 +154,13 @@ class Bpftrace(Tracer):
             seen = int(m.group(1)) if m else None
         lost = sum(int(x) for x in re.findall(r"Lost (\d+) events", out))
         if not live:
-            return Events(seen, lost)
+            if BPF_PRINTF not in run.cfg.body:
+                return Events(seen, lost)
+            # a printf body: what reached bpftrace's output, beside its count
+            # and what it said it lost (perf buffer or ring buffer)
+            return Events(printed, lost, f"{printed} printf lines reached its output file, "
+                                         f"{lost} events it said lost",
+                          also=(PRINTF_WITNESS, seen))
         if live.status != 0:
             raise TracerError(f"bpftrace -p exited with status {live.status} at its SIGINT")
         how = "every process mapping it" if run.workload.by_path else f"-p {run.target_pid}"
@@ -148,6 +171,23 @@ class Bpftrace(Tracer):
                           if others is not None else ""),
                       tracer_cpu_ns=live.cpu_ns, others=others,
                       apart=others is not None)
+
+    @staticmethod
+    def read_out(path):
+        """(bpftrace's output less a printf body's lines, how many of those
+        there were): a printf of every event writes millions of lines (the
+        body rows': a number each), read a line at a time and counted;
+        the file is removed (its count is what the kit keeps)."""
+        kept, printed = [], 0
+        with open(path, errors="replace") as f:
+            for line in f:
+                if PRINTED.match(line):
+                    printed += 1
+                else:
+                    kept.append(line)
+        if printed:
+            os.unlink(path)
+        return "".join(kept), printed
 
     def detach(self, run):
         self.stop_live(run)

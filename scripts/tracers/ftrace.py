@@ -16,6 +16,8 @@ import os
 import time
 from dataclasses import dataclass
 
+from bodies import FTRACE_STACKS
+
 from . import tracefs
 from .attached import tasks
 from .base import Events, RunState, Tracer, TracerError
@@ -37,6 +39,9 @@ class State(RunState):
     """What one run of this back-end keeps between its verbs."""
     event: bool = None  # added its uprobe event
     instance: str = None  # its tracefs instance
+
+
+STACK_ENTRIES = 2  # a stack body's ring entries an event: the event and its stack
 
 
 class Ftrace(Tracer):
@@ -92,6 +97,10 @@ class Ftrace(Tracer):
             if run.group:  # by path: the ring keeps the workload's tasks, and their forks'
                 tracefs.write(os.path.join(inst, "options", "event-fork"), "1")
                 self.keep_tasks(inst, run.group)
+            if run.cfg.body == FTRACE_STACKS[0]:  # probe bodies (configs.BODIES)
+                tracefs.write(os.path.join(ev, "trigger"), "stacktrace")
+            elif run.cfg.body == FTRACE_STACKS[1]:
+                tracefs.write(os.path.join(inst, "options", "userstacktrace"), "1")
             tracefs.write(os.path.join(ev, "enable"), "1")
         except OSError as e:
             if e.errno == kernel.REFUSED_ERRNO:
@@ -100,6 +109,8 @@ class Ftrace(Tracer):
             raise TracerError(f"ftrace: {e.strerror or e}")
         with open(run.log, "a") as f:
             f.write(f"uprobe_events: {spec}\ninstance: {inst} (overwrite)"
+                    + dict(zip(FTRACE_STACKS, (", a stacktrace trigger", ", options/"
+                                               "userstacktrace"))).get(run.cfg.body, "")
                     + (", filtered on the target's threads" if run.workload
                        and not run.workload.by_path else "")
                     + (f", set_event_pid: the cgroup {run.group.name}'s tasks and their forks"
@@ -131,11 +142,20 @@ class Ftrace(Tracer):
         stats = tracefs.ring_stats(run.state.instance)
         recorded = tracefs.written(stats)
         lost = stats["dropped events"] + stats["commit overrun"]
+        # a stack body (configs.BODIES) writes a second entry an event, the
+        # stack; the hit counter (profile_witness) checks the halving
+        per = STACK_ENTRIES if run.cfg.body in FTRACE_STACKS else 1
+        if recorded % per or lost % per:
+            raise TracerError(f"ftrace: the ring buffer took {recorded} entries and lost {lost}, "
+                              f"not {per} an event")
+        recorded, lost = recorded // per, lost // per
         try:
             also, said = tracefs.profile_witness(self.event(run), run.build, run.threads)
         except TracerError as e:
             raise TracerError(f"ftrace: {e}")
-        note = (f"{recorded} events recorded ({stats['overrun']} overwritten in the flight "
+        note = (f"{recorded} events recorded" + (f" (each with its stack, {per} entries)"
+                                                  if per > 1 else "")
+                + f" ({stats['overrun']} overwritten in the flight "
                 f"recorder, counted), {said}")
         if run.workload and not run.workload.by_path:
             also = None

@@ -192,7 +192,8 @@ class Perf(Tracer):
             # (-G applies to the events before it) and in all (cgroups.py)
             apart = ["-G", run.group.name, "-e", ev] if by_cgroup(run) else []
             return ["perf", "stat", "-x,", "-e", ev, *apart, "-o", run.state.data + ".stat"]
-        return ["perf", "record", "-q", "-e", ev, "-o", run.state.data]
+        # a probe body's row (configs.BODIES): its own arguments (-g, -m N)
+        return ["perf", "record", "-q", "-e", ev, *run.cfg.body.split(), "-o", run.state.data]
 
     def wrap(self, run, cmd):
         return cmd if run.cfg.attach == "running" else [*self.command(run), "--", *cmd]

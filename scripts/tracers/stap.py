@@ -62,11 +62,14 @@ from dataclasses import dataclass
 
 import host
 import semaphores
+import userscript
 import workloads
+from configs import SCRIPT_MODE
 from params import Param, flag01, folder, one_of
 from . import stap_preflight, tracefs
 from host import live, wait_for
-from .base import LIVE_LINE, LOG_TAIL, LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError
+from .base import (LIVE_LINE, LOG_TAIL, LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError,
+                   script_events, start_script)
 
 ROOT = host.ROOT
 STUB = os.path.join(ROOT, "build", "stap-kernel")
@@ -267,6 +270,9 @@ class Stap(Tracer):
                 f.write(text)
 
     def skip_reason(self, cfg):
+        if cfg.mode == SCRIPT_MODE and self.runtime == "module":
+            return ("your SCRIPT runs on SystemTap's bpf runtime here: on the module runtime "
+                    "the kit loads modules it built itself (stp/), and counts from their files")
         if cfg.mode == "alibi" and self.runtime != "module":
             return "-DSTP_ALIBI is an option of the module runtime, which cannot run here"
         if cfg.attach == "running" and self.reports(cfg):
@@ -343,10 +349,14 @@ class Stap(Tracer):
     def attach(self, run):
         run.state.flags = " ".join(self.flags(run))
         if self.runtime != "module":
-            if run.cfg.attach == "running":  # beside the held target: stap -x PID
-                self.start_live(run, ["stap", *self.flags(run), *self.script(run)],
-                                functools.partial(self.live_stapbpf, run), env=self.env(),
-                                timeout=LONG_TIMEOUT_S)  # (it compiles first)
+            ready = functools.partial(self.live_stapbpf, run)
+            if run.cfg.mode == SCRIPT_MODE:  # the user's own, as written (userscript.py)
+                script = self.script(run)
+                start_script(self, run, ["stap", *self.flags(run), *script], script[0], ready,
+                             self.env())
+            elif run.cfg.attach == "running":  # beside the held target: stap -x PID
+                self.start_live(run, ["stap", *self.flags(run), *self.script(run)], ready,
+                                env=self.env(), timeout=LONG_TIMEOUT_S)  # (it compiles first)
             return
         if self.reports(run.cfg):  # wrap() runs it, with the target
             if self.modules:
@@ -391,6 +401,8 @@ class Stap(Tracer):
         """The script and its arguments: a real program's (attach "running")
         takes the program (@1) and the line its begin probe prints (@2), and
         its process is the held target (-x)."""
+        if run.cfg.mode == SCRIPT_MODE:  # the user's own, as written (userscript.py)
+            return [userscript.runnable(run.cfg.script, "stap", run.scratch, LIVE_LINE)]
         if run.cfg.attach != "running":
             return [run.cfg.script]
         if run.workload.by_path:  # every process mapping it (stp/mark-by-path.stp): no -x
@@ -463,6 +475,8 @@ class Stap(Tracer):
             note = f"module runtime, flags {run.state.flags}"
         else:
             live = self.stop_live(run)  # (its cpu_ns in the Events below)
+            if run.cfg.mode == SCRIPT_MODE:
+                return script_events(self, run, live)
             out = live.out if live else run.state.out
             with open(out) as f:
                 f.seek(max(0, os.path.getsize(out) - LOG_TAIL))

@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import time
 
+from bodies import FTRACE_STRING
 from elfinfo import Elf
 from private import Private
 from .base import TracerError
@@ -259,7 +260,10 @@ def site(run, note_ref=False):
         if not n.semaphore:  # (a real program's marker may have none: then none)
             raise TracerError(f"{run.build}: the marker has no semaphore")
         sem = elf.file_offset(n.semaphore)
-    return elf.file_offset(n.pc), sem, first_arg_fetch(n.args)
+    fetch = first_arg_fetch(n.args)
+    if run.cfg.body == FTRACE_STRING:  # a probe body's row (configs.BODIES): the string too
+        fetch += " " + string_fetch(n.args, 1)
+    return elf.file_offset(n.pc), sem, fetch
 
 
 def sites_problem(cfg, who):
@@ -286,17 +290,38 @@ def sites_problem(cfg, who):
 
 def first_arg_fetch(sdt_args=None):
     """A fetch argument `v=REG:u32` for the marker's argument (from its
-    stapsdt note, e.g. `4@%edi`) or for a function's first argument."""
+    stapsdt note, e.g. `4@%edi`; the first where it has several) or for a
+    function's first argument."""
     if sdt_args:
-        m = re.match(r"-?\d+@%?([a-z0-9]+)$", sdt_args.strip())
-        if not m:
-            return ""
-        reg = m.group(1)
-        if platform.machine() == "x86_64":
-            reg = re.sub(r"^[er]?([a-z]{2})$", r"\1", reg)
-        return f"v=%{reg}:u32"
+        reg = sdt_register(sdt_args, 0)
+        return f"v={reg}:u32" if reg else ""
     reg = FIRST_ARG.get(platform.machine())
     return f"v={reg}:u32" if reg else ""
+
+
+def sdt_register(sdt_args, i):
+    """The register (`%di`, as uprobe_events names it) that holds the
+    marker's argument I in its stapsdt note's SDT_ARGS (`4@%esi 8@%rax`),
+    or None where it is not in a register (memory, a constant)."""
+    args = sdt_args.split()
+    m = re.match(r"-?\d+@%?([a-z0-9]+)$", args[i]) if i < len(args) else None
+    if not m:
+        return None
+    reg = m.group(1)
+    if platform.machine() == "x86_64":
+        reg = re.sub(r"^[er]?([a-z]{2})$", r"\1", reg)
+    return f"%{reg}"
+
+
+def string_fetch(sdt_args, i):
+    """A fetch argument `s=+0(REG):string` for the marker's argument I, a
+    pointer to a string (the body build's, configs.BODIES); TracerError
+    where the note does not hold it in a register."""
+    reg = sdt_register(sdt_args, i)
+    if not reg:
+        raise TracerError(f"the marker's argument {i + 1} ({sdt_args!r}) is not in a register: "
+                          "no string fetch for it")
+    return f"s=+0({reg}):string"
 
 
 def ring_stats(instance):
@@ -336,6 +361,12 @@ def remove_instance(inst, event):
     en = os.path.join(inst, "events", event, "enable")
     if os.path.exists(en):
         write(en, "0")
+    trig = os.path.join(inst, "events", event, "trigger")
+    if os.path.exists(trig):  # a trigger the kit set (a probe body's stacktrace)
+        with open(trig) as f:
+            for line in f:
+                if line.strip() and not line.startswith("#"):
+                    write(trig, "!" + line.split(":")[0].split()[0])
     end = time.monotonic() + INSTANCE_BUSY_S
     while True:
         try:

@@ -1,0 +1,197 @@
+"""userscript.py: your own script (make run SCRIPT=my.bt or SCRIPT=my.stp,
+docs/bodies.md): what the kit takes from it and gives back.
+
+- SCRIPT is data: its text is read once (params.parse_script checks the
+  file), a copy is run from the run's scratch folder (its path never
+  reaches a tool's grammar or a shell), as written, with one probe added
+  at its end that prints the kit's live line once every other probe is
+  attached (bpftrace's BEGIN, SystemTap's begin): that is how the kit
+  knows when to release the target.
+- The tracer is named by the file's ending (configs.SCRIPT_KINDS).
+- Its events are not its own count: they are the marker's, by the
+  program's count (the kit's marker fires once a call) or by the
+  witnesses of a user's program (measure/witness.py).  What it said it
+  lost is read from its output by meaning ("Lost N events", "lost N
+  perf_events").
+- The loop body it is closest to (closest): the dearest feature its text
+  has, from bodies.BODIES, whose price the loop predicts it by; the
+  others it has are named (a script with several is dearer than any one).
+- Its output is kept beside the run's log (keep), cut at KEEP_BYTES.
+
+Nothing to run: `import userscript`.
+"""
+import hashlib
+import os
+import re
+
+import configs
+from bodies import BODIES
+
+MAX_SCRIPT_BYTES = 1 << 20  # a script longer than this is refused (params)
+KEEP_BYTES = 8 << 20  # a run's output kept, at most, beside its log
+LIVE_PROBE = {  # the one probe added at the end, LIVE being the line it prints
+    "bpftrace": 'BEGIN {{ printf("{live}\\n"); }}',
+    "stap": 'probe begin {{ printf("{live}\\n") }}',
+}
+# What each tracer says of events its output lost, by meaning: bpftrace's
+# "Lost 12 events" (its perf or ring buffer), stapbpf's "lost 12 perf_events".
+LOST = {"bpftrace": re.compile(r"\bLost (\d+) events\b"),
+        "stap": re.compile(r"\blost (\d+) perf_events\b")}
+
+# A feature of a script's text and the body of bodies.BODIES it is
+# closest to, dearest first (the first that matches decides): per tracer.
+FEATURES = {
+    "bpftrace": (
+        (re.compile(r"\[[^\]]*\bustack\b"), "ustack-count", "a map keyed by ustack"),
+        (re.compile(r"\bustack\s*\(\s*[1-4]\s*\)"), "ustack-4", "ustack of at most 4 frames"),
+        (re.compile(r"\bustack\b"), "ustack", "ustack"),
+        (re.compile(r"\b(printf|print|cat|system)\s*\("), "printf", "output every event"),
+        (re.compile(r"\bstr\s*\([^,()]*,\s*(6[5-9]|[7-9]\d|[1-9]\d{2,})\s*\)"), "str256",
+         "str() of over 64 bytes"),
+        (re.compile(r"\bstr\s*\([^,()]*,\s*(1[0-6]|[1-9])\s*\)"), "str16",
+         "str() of 16 bytes or fewer"),
+        (re.compile(r"\bstr\s*\("), "str64", "str()"),
+        (re.compile(r"\b(l?hist)\s*\("), "hist", "a histogram"),
+        (re.compile(r"\bnsecs\b"), "nsecs", "nsecs"),
+        (re.compile(r"@\w*\s*\["), "map-tid", "a keyed map"),
+        (re.compile(r"@\w*\s*(\+\+|--|[-+]=)"), "shared", "a shared counter"),
+        (re.compile(r"\b(count|sum|avg|min|max|stats)\s*\("), "count", "a count"),
+    ),
+    "stap": (
+        (re.compile(r"\b(print_)?(ubacktrace|ustack|sprint_ubacktrace)\b"), "ubacktrace",
+         "a user backtrace"),
+        (re.compile(r"\b(printf|println|print|printd|printdln)\b"), "printf",
+         "output every event"),
+        (re.compile(r"\buser_string\w*\b"), "string", "user_string"),
+        (re.compile(r"\b(gettimeofday_\w+|local_clock_\w+|cpu_clock_\w+)\b"), "time",
+         "a timestamp"),
+    ),
+}
+
+
+# Features every dearer body of BODIES has in its price already: the count,
+# and a map keyed by thread that its value is stored in.
+INSIDE = ("count", "map-tid")
+
+
+def timing_key(path):
+    """What a script row's timings are kept under beside its name (plan's
+    keyed): the script's text, hashed; another script's per-call time
+    sizes nothing of this one's runs."""
+    with open(path, "rb") as f:
+        return " " + hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+def kind(path):
+    """The tracer that runs PATH, by its ending, or None."""
+    return configs.SCRIPT_KINDS.get(os.path.splitext(path)[1])
+
+
+def row(path, user):
+    """The configuration that runs SCRIPT PATH: on a user's program (USER)
+    or on the kit's marker."""
+    return configs.script_row(kind(path), user)
+
+
+def configs_for(path, user, chosen):
+    """make run SCRIPT=PATH's rows: CHOSEN (CONFIGS, or None), the script's
+    row (on a USER's program or on the kit's marker), the row it is
+    measured against, the loop body closest to it (the prediction's twin)
+    and the baseline it is priced against (configs.companions adds what
+    that body is priced beside) and, on a
+    user's program, the rows that witness its events."""
+    tracer = kind(path)
+    with open(path, encoding="utf-8") as f:
+        body, _ = closest(tracer, f.read())
+    me = configs.BY_NAME[configs.script_row(tracer, user)]
+    want = {me.name, me.against, body, configs.BY_NAME[body].against,
+            *(configs.SCRIPT_WITNESSES if user else ())}
+    return [c for c in configs.CONFIGS if c.name in want or c in (chosen or ())]
+
+
+def closest(tracer, text):
+    """(the body row of bodies.BODIES closest to TEXT, the feature that
+    decided, in words): its dearest feature's; a script with none of them
+    is closest to its back-end's plainest body (a count, the trap)."""
+    comments = {"bpftrace": r"//[^\n]*|/\*.*?\*/", "stap": r"//[^\n]*|#[^\n]*|/\*.*?\*/"}
+    bare = re.sub(comments[tracer], " ", text, flags=re.S)
+    bare = re.sub(r'"(\\.|[^"\\])*"', '""', bare)  # a string's words are not its features
+    bare = per_event(tracer, bare)
+    found = [(body, words) for pattern, body, words in FEATURES[tracer] if pattern.search(bare)]
+    if not found:
+        return f"{tracer}-body-{BODIES[tracer][0][0]}", "none of the dearer features"
+    group = lambda b: re.match(r"[a-z]+", b).group(0)  # noqa: E731  (str16, str256: str)
+    more = [w for b, w in found[1:] if b not in INSIDE and group(b) != group(found[0][0])]
+    return f"{tracer}-body-{found[0][0]}", found[0][1] + (
+        f"; it has {', '.join(more)} too, which the loop prices apart, so it may come out "
+        "dearer" if more else "")
+
+
+def record(path, folder):
+    """meta.json's "script": what ran and the loop body it is set beside;
+    a copy of the script, as it was, kept in the results FOLDER."""
+    tracer = kind(path)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    copy = "script" + os.path.splitext(path)[1]
+    with open(os.path.join(folder, copy), "w", encoding="utf-8") as f:
+        f.write(text)
+    body, words = closest(tracer, text)
+    return {"path": path, "tracer": tracer, "copy": copy, "closest": body, "feature": words}
+
+
+# A probe that fires on a user's process (not a begin, end or timer probe):
+# what a body's features are read from.
+EVENT_PROBE = {"bpftrace": re.compile(r"\b(usdt|uprobe|uretprobe|u|ur|U):"),
+               "stap": re.compile(r"\bprocess\s*\(")}
+
+
+def per_event(tracer, text):
+    """The handlers in TEXT (comments and strings out) of its probes that
+    fire on a user's process (EVENT_PROBE), a top-level `{...}` each, with
+    what stands before it up to the previous one its header; all of TEXT
+    where none is found."""
+    blocks, depth, start, head = [], 0, 0, 0
+    for i, ch in enumerate(text):
+        if ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                if EVENT_PROBE[tracer].search(text[head:start]):
+                    blocks.append(text[start:i + 1])
+                head = i + 1
+    return " ".join(blocks) if blocks else text
+
+
+def runnable(path, tracer, scratch, live):
+    """A copy of the script at PATH in SCRATCH, as written, with the one
+    probe that prints LIVE appended; its path."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    ext = os.path.splitext(path)[1]
+    out = os.path.join(scratch, "script" + ext)
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(text + "\n" + LIVE_PROBE[tracer].format(live=live) + "\n")
+    return out
+
+
+def keep(out, log, tracer):
+    """The run's output OUT kept beside its LOG (cut at KEEP_BYTES); (what
+    it said it lost, in all: its output and its log, or 0; the kept file's
+    name)."""
+    kept = log[:-len(".log")] + ".script.out" if log.endswith(".log") else log + ".script.out"
+    size = os.path.getsize(out)
+    with open(out, "rb") as src, open(kept, "wb") as dst:
+        dst.write(src.read(KEEP_BYTES))
+        if size > KEEP_BYTES:
+            dst.write(f"\n[kit: cut here: {size:,} bytes in all, the first {KEEP_BYTES:,} "
+                      "kept]\n".encode())
+    lost = 0
+    for name in (out, log):
+        with open(name, errors="replace") as f:
+            for line in f:
+                lost += sum(int(n) for n in LOST[tracer].findall(line))
+    return lost, os.path.basename(kept)
