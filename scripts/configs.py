@@ -462,6 +462,12 @@ LOOP_TWIN = {"ftrace": "ftrace-sdt", "bpftrace": "bpftrace-sdt-count",
 USER_LOOP = (BASELINE, *LOOP_TWIN.values())
 
 
+def user_rows():
+    """The names of a user's program's rows (make run TARGET=...) that run
+    without a SCRIPT: every one of the user family but a script's."""
+    return [c.name for c in CONFIGS if c.workload == "user" and c.mode != SCRIPT_MODE]
+
+
 def companions(chosen):
     """CHOSEN (configurations) with what their figures need that is not
     among them: a probe body's row (bodies.py) the row it is priced beside,

@@ -436,7 +436,7 @@ def parse_args(argv, extra=()):
             a.script and c.name == configs.script_row(userscript.kind(a.script), bool(a.target)))]
     a.configs = configs.companions(a.configs) or [
         c for c in configs.CONFIGS
-        if (c.workload == "user" or c.name in configs.USER_LOOP if a.target else c.default)]
+        if (c.name in (*configs.user_rows(), *configs.USER_LOOP) if a.target else c.default)]
     return a
 
 

@@ -11,6 +11,8 @@ import time
 import types
 import unittest
 
+from bodies import BODY_BUILD
+
 from kit_test import (ROOT, STAPBPF_ABORT, StateTest, kit, need, need_build, need_root,
                       need_tracer, rows_of, run, unavailable)
 import configs
@@ -30,6 +32,7 @@ class Scripts(StateTest):
         refuses as the kit's skip reason says."""
         need(self, "stap")
         need_build(self, "sdt")
+        need_build(self, BODY_BUILD)
         scripts = sorted(glob.glob(os.path.join(ROOT, "stp", "*.stp")))
         self.assertEqual(len(scripts), len({c.script for c in configs.CONFIGS if c.script}))
         tree = f"/lib/modules/{platform.release()}/build"
@@ -61,8 +64,13 @@ class Scripts(StateTest):
                         self.assertNotEqual(r.returncode, 0)
                         self.assertIn("process return probes not available", r.stderr)
                         continue
+                    # (stap 4.8 and 5.1's bpf runtime have no print_ubacktrace:
+                    # the body's row fails with these words, docs/bodies.md)
+                    if s.endswith("body-ubacktrace.stp") and name == "bpf" and r.returncode:
+                        self.assertIn("unresolved function print_ubacktrace", r.stderr)
+                        continue
                     self.assertEqual(r.returncode, 0, r.stderr[-1500:])
-                    self.assertIn(program or "/build/benchmark-sdt", r.stdout)
+                    self.assertIn(program or f"/build/benchmark-{users[0].build}", r.stdout)
 
 
 # stapbpf 4.8 loses printf records under load and then sometimes aborts,
@@ -82,13 +90,16 @@ class Runs(StateTest):
         runtime cannot do (alibi and return probes on bpf) is skipped,
         saying why."""
         need_tracer(self, "stap")
+        # (the probe bodies, some of which a runtime cannot run, are test_bodies';
+        # a user's script's row runs only with SCRIPT)
+        names = [c.name for c in configs.CONFIGS if c.tracer == "stap" and not c.workload
+                 and c.build != BODY_BUILD and c.mode != configs.SCRIPT_MODE]
         with tempfile.TemporaryDirectory() as res:
             r = kit(["--quick", "1", "--threads", "1..2", "--iter", "100000", "--runs", "2",
-                     "--configs", "stap-*"], res)
+                     "--configs", ",".join(names)], res)
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
             self.assertIn(f"SystemTap runs on the {STAP.runtime} runtime", r.stderr)
             rows, _ = rows_of(res)
-        names = [c.name for c in configs.CONFIGS if c.tracer == "stap" and not c.workload]
         self.assertEqual(sorted({x["config"] for x in rows}), sorted(names))
         completed = {}
         for row in rows:

@@ -392,8 +392,7 @@ class UserRows(StateTest):
         SKIPPED ({config: words of the reason}) skipped, saying so."""
         timed = [x for x in rows if x["rep"] not in ("", "0")]
         self.assertEqual(sorted({x["config"] for x in timed}),
-                         sorted(c.name for c in configs.CONFIGS if c.workload == "user"
-                                and c.name not in skipped))
+                         sorted(c for c in configs.user_rows() if c not in skipped))
         for name, why in dict(skipped).items():
             said = [x["reason"] for x in rows if x["config"] == name and x["status"] == "skipped"]
             self.assertTrue(said and why in said[0], (name, said))
@@ -465,7 +464,7 @@ class User(UserRows):
         self.assertIn("the workload failed: it exited with status 3: bad input",
                       failed[0]["reason"])
         skipped = {x["config"] for x in rows if x["status"] == "skipped"}
-        self.assertEqual(skipped, {c.name for c in configs.CONFIGS if c.workload == "user"}
+        self.assertEqual(skipped, set(configs.user_rows())
                          - {configs.USER_BASELINE})
         self.assertEqual(len(rows), 1 + len(skipped))  # nothing else ran
 
@@ -544,7 +543,7 @@ class OneCommand(UserRows):
             self.assertIn("your command's rows and, for the loop's prediction, baseline", r.stderr)
             rows, folder = rows_of(res)
             timed = {x["config"] for x in rows if x["rep"] not in ("", "0")}
-            users = {c.name for c in configs.CONFIGS if c.workload == "user"}
+            users = set(configs.user_rows())
             self.assertEqual(timed, users | set(configs.USER_LOOP))
             out = self.answer(folder)
         self.assertNotIn("No `baseline` rows", out)

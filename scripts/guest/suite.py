@@ -23,6 +23,7 @@ import urllib.request
 import configs
 import record
 import workloads
+from bodies import BODY_BUILD
 import debpkgs
 import host
 import leftovers
@@ -234,9 +235,13 @@ class Suite:
     def configs(self):
         """The suite's configurations: LAB_CONFIGS, QUICK's, or every one
         (what cannot run there says why) but those of a real program the
-        guests do not hold (workloads.py's in_lab: PostgreSQL, a user's)."""
+        guests do not hold (workloads.py's in_lab: PostgreSQL, a user's),
+        a user's script's (make run SCRIPT=, never in a guest) and, unless
+        LAB_CONFIGS names them, the probe bodies' (docs/bodies.md: 30 rows
+        that would double a make lab's time)."""
         def here(c):
-            return not c.workload or workloads.get(c.workload).in_lab
+            return (not c.workload or workloads.get(c.workload).in_lab) \
+                and c.mode != configs.SCRIPT_MODE
         if self.args.lab_configs:  # WHERE=1: with their baselines, its windows' yardstick
             got = [c for c in self.args.lab_configs if here(c)]
             if self.args.where:
@@ -247,7 +252,7 @@ class Suite:
             return [configs.BY_NAME[n] for n in WHERE_CONFIGS]
         if self.args.quick:
             return [configs.BY_NAME[n] for n in QUICK_CONFIGS]
-        return [c for c in configs.CONFIGS if here(c)]
+        return [c for c in configs.CONFIGS if here(c) and c.build != BODY_BUILD]
 
     # 1. the root file system
     def make_rootfs(self):
