@@ -316,10 +316,9 @@ PARAMS = [
     Param("PROBE", probe_name, "", "provider:name, one of TARGET's markers", "none"),
     Param("WORKLOAD", command_line, [], "the command that makes TARGET fire PROBE (run "
           "THREADS copies at once, ITER times each; no shell unless you name one)", "none"),
-    Param("SCRIPT", parse_script, "", "your own bpftrace (.bt) or SystemTap (.stp) script, run "
-          "as written beside the untraced run, on the kit's marker or with TARGET/PROBE/"
-          "WORKLOAD on your program; priced per event of the marker, beside the loop body "
-          "closest to it (docs/bodies.md)", "none"),
+    Param("SCRIPT", parse_script, "", "your bpftrace (.bt) or SystemTap (.stp) script, run as "
+          "written, on the kit's marker or with TARGET/PROBE/WORKLOAD on your program; priced "
+          "per marker event beside the loop body closest to it (docs/bodies.md)", "none"),
     Param("QUICK", flag01("QUICK"), False, "1: a fast smoke run: ITER=100000 RUNS=1 "
           "THREADS=1..2, no warm-up", "0"),
     Param("NO_INSTALL", flag01("NO_INSTALL"), False, "1: never install missing Debian packages",
@@ -433,7 +432,8 @@ def parse_args(argv, extra=()):
         a.configs = userscript.configs_for(a.script, bool(a.target), a.configs)
     if a.configs:  # a script's row runs the SCRIPT given, of its kind, or not at all
         a.configs = [c for c in a.configs if c.mode != configs.SCRIPT_MODE or (
-            a.script and c.name == configs.script_row(userscript.kind(a.script), bool(a.target)))]
+            a.script and c.name == configs.script_row(userscript.kind(a.script), bool(a.target)))] \
+            or p.error("CONFIGS names only a script's rows (script-*), which run with SCRIPT=")
     a.configs = configs.companions(a.configs) or [
         c for c in configs.CONFIGS
         if (c.name in (*configs.user_rows(), *configs.USER_LOOP) if a.target else c.default)]

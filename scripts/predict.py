@@ -91,7 +91,8 @@ def predictions(a, loop=None):
     the twins are read from (A's own by default).  [] where A is not in
     ns (a lab guest's instructions are never set beside a host's ns)."""
     cells = [c for c in a["cells"] if configs.real(c["config"]) and c["n_runs"]
-             and not configs.is_baseline(c["config"]) and c["tracer"] in configs.LOOP_TWIN]
+             and not configs.is_baseline(c["config"]) and c["tracer"] in configs.LOOP_TWIN
+             and configs.BY_NAME[c["config"]].mode != configs.SCRIPT_MODE]  # (their own)
     if any(c.get("unit", NS) != NS for c in cells):
         return []
     by = {(c["config"], c["threads"]): c for c in (loop or a)["cells"]}

@@ -166,15 +166,38 @@ def per_event(tracer, text):
     return " ".join(blocks) if blocks else text
 
 
+def masked(text):
+    """TEXT with its comments and strings blanked, each character kept in
+    its place (so an offset in it is one in TEXT)."""
+    blank = lambda m: re.sub(r"[^\n]", " ", m.group(0))  # noqa: E731
+    return re.sub(r'//[^\n]*|/\*.*?\*/|"(\\.|[^"\\])*"', blank, text, flags=re.S)
+
+
+def with_live(tracer, text, live):
+    """TEXT as written, and the kit's live line printed once every probe is
+    attached: bpftrace takes one BEGIN probe alone ("More than one BEGIN
+    probe defined"), so where the script has its own, the printf goes first
+    in it; else (and for SystemTap, which takes several) one probe is
+    appended."""
+    if tracer == "bpftrace":
+        bare, depth = masked(text), 0
+        for m in re.finditer(r"[{}]|\b(BEGIN|begin)\s*\{", bare):
+            if m.group(1) and depth == 0:
+                at = m.end()
+                return text[:at] + f' printf("{live}\\n"); ' + text[at:]
+            depth += 1 if m.group(0).endswith("{") else -1
+    return text + "\n" + LIVE_PROBE[tracer].format(live=live) + "\n"
+
+
 def runnable(path, tracer, scratch, live):
-    """A copy of the script at PATH in SCRATCH, as written, with the one
-    probe that prints LIVE appended; its path."""
+    """A copy of the script at PATH in SCRATCH, as written, and the kit's
+    live line (with_live); its path."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
     ext = os.path.splitext(path)[1]
     out = os.path.join(scratch, "script" + ext)
     with open(out, "w", encoding="utf-8") as f:
-        f.write(text + "\n" + LIVE_PROBE[tracer].format(live=live) + "\n")
+        f.write(with_live(tracer, text, live))
     return out
 
 

@@ -223,6 +223,19 @@ class ScriptOutput(unittest.TestCase):
                 kept = f.read()
             self.assertTrue(kept.startswith("a\nLost 5 e\n[kit: cut here: "), kept)
 
+    def test_one_begin(self):
+        """bpftrace takes one BEGIN alone: the live line goes first in the
+        script's own (not in a comment's or a string's), else a BEGIN is
+        appended; SystemTap takes several begin probes."""
+        text = ('// BEGIN { }\nBEGIN { printf("BEGIN {"); }\nu:/x:f { @ = count(); }\n')
+        got = userscript.with_live("bpftrace", text, "live")
+        self.assertEqual(got, text.replace('BEGIN { printf("BEGIN', 'BEGIN { printf("live\\n"); '
+                                                                  ' printf("BEGIN'))
+        self.assertEqual(userscript.with_live("bpftrace", "u:/x:f { }", "live"),
+                         'u:/x:f { }\nBEGIN { printf("live\\n"); }\n')
+        self.assertEqual(userscript.with_live("stap", "probe begin { }", "live"),
+                         'probe begin { }\nprobe begin { printf("live\\n") }\n')
+
     def test_runnable_appends_one_probe(self):
         with tempfile.TemporaryDirectory() as d:
             src = os.path.join(FIXTURES, "ustack-printf.bt")
@@ -314,7 +327,8 @@ class Run(StateTest):
             return rows, rep.stdout, texts
 
     def test_on_the_kits_marker(self):
-        for name, tracer in (("ustack-printf.bt", "bpftrace"), ("count-by-tid.stp", "stap")):
+        for name, tracer in (("ustack-printf.bt", "bpftrace"), ("with-begin.bt", "bpftrace"),
+                             ("count-by-tid.stp", "stap")):
             need_tracer(self, tracer)
             with self.subTest(script=name):
                 rows, out, texts = self.script(name)
@@ -330,7 +344,7 @@ class Run(StateTest):
                 self.assertIn("the loop predicts", out)
                 self.assertEqual(len(texts), 3)  # (its warm-up and two runs)
                 # its own output, whole: 2,000 lines (bpftrace: its printf, a line a call)
-                if tracer == "bpftrace":
+                if name == "ustack-printf.bt":
                     self.assertTrue(all(t.count("\n") > 2000 for t in texts))
 
     def test_on_a_users_command(self):
