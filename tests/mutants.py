@@ -99,6 +99,8 @@ MUTANTS = [
      "per = STACK_ENTRIES if", "per = 1 if", ["test_bodies.Run.test_a_body_that_misses"]),
     ("a script's body read from its end probe too (issue 59)", "scripts/userscript.py",
      "    bare = per_event(tracer, bare)\n", "", ["Closest"]),
+    ("a second BEGIN beside a bpftrace script's own (issue 59)", "scripts/userscript.py",
+     "if m.group(1) and depth == 0:", "if False:", ["test_bodies.ScriptOutput.test_one_begin"]),
     ("a witness that always agrees", "scripts/record.py",
      "    if seen + dropped != count:\n", "    if False:\n", ["test_witness"]),
     ("a workload that varies witnesses the others", "scripts/measure/witness.py",
