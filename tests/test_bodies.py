@@ -339,7 +339,9 @@ class Run(StateTest):
                     self.assertIn("your SCRIPT, run by", x["note"] or x["reason"])
                 self.assertIn(f"Your script {os.path.join(FIXTURES, name)}", out)
                 said = " ".join(out.split())  # (its lines wrapped at the terminal's width)
-                self.assertRegex(said, r"- at 1 thread: [\d,]+ \[[\d,]+, [\d,]+\] ns/event;.* 1 "
+                # two runs of 2,000 calls on a busy machine: the interval may
+                # hold 0, or the mean fall below it; the line's shape is checked
+                self.assertRegex(said, r"- at 1 thread: -?[\d,]+ \[-?[\d,]+, -?[\d,]+\] ns/event;.* 1 "
                                        r"event a call \(the program's count")
                 self.assertIn("the loop predicts", out)
                 self.assertEqual(len(texts), 3)  # (its warm-up and two runs)

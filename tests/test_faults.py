@@ -829,7 +829,12 @@ class KilledKit(StateTest):
                                     if descendants(p.pid).get(t) == "bpftrace"]
                     except (OSError, ValueError):
                         return []
-                self.assertTrue(wait_for(live_tracers, 120), "bpftrace never started")
+                # the tracer attaches first, then the workload starts: both
+                # live, or the workload, started after the look, outlives the test
+                name = os.path.basename(target)[:15]  # (a process's name: 15 bytes)
+                self.assertTrue(wait_for(lambda: live_tracers() and name in
+                                         descendants(p.pid).values(), 120),
+                                "bpftrace or its workload never started")
                 bt = live_tracers()[0]
                 left = descendants(p.pid)
                 os.kill(p.pid, signal.SIGKILL)
