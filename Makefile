@@ -189,41 +189,41 @@ run:
 report:
 	$(Q)$(PYTHON) scripts/report.py $${RESULTS:+$$RESULTS}
 
-# Every configuration in guest kernels, SystemTap's module runtime for real (scripts/lab.py), its
-# variables (`scripts/lab.py --vars`) read from the environment as make run's are.
-LAB_VARS = $(shell $(PYTHON) scripts/lab.py --vars | cut -d= -f1)
+# Every configuration in guest kernels, SystemTap's module runtime for real (scripts/lab), its
+# variables (`scripts/lab --vars`) read from the environment as make run's are.
+LAB_VARS = $(shell $(PYTHON) scripts/lab --vars | cut -d= -f1)
 
 lab:
 	$(foreach v,$(LAB_VARS),$(call check_given,$(v)))
-	$(Q)$(PYTHON) scripts/lab.py
+	$(Q)$(PYTHON) scripts/lab
 
 lab-shell:
 	$(foreach v,$(LAB_VARS),$(call check_given,$(v)))
-	$(Q)$(PYTHON) scripts/lab.py --shell
+	$(Q)$(PYTHON) scripts/lab --shell
 
 # Every configuration on every kernel the mirror offers, one suite's tools held
-# still, with the host's ns beside them (scripts/atlas.py), into docs/atlas/.
-ATLAS_VARS = $(shell $(PYTHON) scripts/atlas.py --vars | cut -d= -f1)
+# still, with the host's ns beside them (scripts/atlas), into docs/atlas/.
+ATLAS_VARS = $(shell $(PYTHON) scripts/atlas --vars | cut -d= -f1)
 
 atlas:
 	$(foreach v,$(ATLAS_VARS),$(call check_given,$(v)))
-	$(Q)$(PYTHON) scripts/atlas.py
+	$(Q)$(PYTHON) scripts/atlas
 
-# The kit on every host of an Ansible inventory (scripts/fleet.py): the
+# The kit on every host of an Ansible inventory (scripts/fleet): the
 # runner's variables are checked here and handed to each host's make run.
-FLEET_VARS = $(shell $(PYTHON) scripts/fleet.py --vars | cut -d= -f1)
+FLEET_VARS = $(shell $(PYTHON) scripts/fleet --vars | cut -d= -f1)
 
 fleet:
 	$(foreach v,$(FLEET_VARS) $(RUN_VARS),$(call check_given,$(v)))
-	$(Q)$(PYTHON) scripts/fleet.py
+	$(Q)$(PYTHON) scripts/fleet
 
-# Attach, detach and the bystanders' tax (scripts/lifecycle.py), its variables
-# (`scripts/lifecycle.py --vars`) read from the environment as make run's are.
-LIFECYCLE_VARS = $(shell $(PYTHON) scripts/lifecycle.py --vars | cut -d= -f1)
+# Attach, detach and the bystanders' tax (scripts/lifecycle), its variables
+# (`scripts/lifecycle --vars`) read from the environment as make run's are.
+LIFECYCLE_VARS = $(shell $(PYTHON) scripts/lifecycle --vars | cut -d= -f1)
 
 lifecycle:
 	$(foreach v,$(LIFECYCLE_VARS),$(call check_given,$(v)))
-	$(Q)$(PYTHON) scripts/lifecycle.py
+	$(Q)$(PYTHON) scripts/lifecycle
 
 # The baseline's loop against a raw loop, alternated (a benchmark).
 floor: build/benchmark-plain build/raw-loop
@@ -259,15 +259,15 @@ help:
 	@echo "make run          the matrix; its variables and their defaults (scripts/run.py --help says more):"
 	@$(PYTHON) scripts/run.py --vars | sed 's/^/                    /'
 	@echo "make report       the report of results/latest (RESULTS='results/A results/B' for several)"
-	@echo "make lab          every configuration in guest kernels, SystemTap's module runtime for real, in instructions; its variables (scripts/lab.py --help says more):"
-	@$(PYTHON) scripts/lab.py --vars | sed 's/^/                    /'
+	@echo "make lab          every configuration in guest kernels, SystemTap's module runtime for real, in instructions; its variables (scripts/lab --help says more):"
+	@$(PYTHON) scripts/lab --vars | sed 's/^/                    /'
 	@echo "make atlas        every configuration on every kernel of the mirror, in instructions, the host's ns beside them (docs/atlas/); its variables:"
-	@$(PYTHON) scripts/atlas.py --vars | sed 's/^/                    /'
+	@$(PYTHON) scripts/atlas --vars | sed 's/^/                    /'
 	@echo "make lab-shell    a shell in the (first) guest, the kit at /kit"
 	@echo "make fleet        make run on every host of an Ansible inventory, folders fetched back; its variables (and make run's):"
-	@$(PYTHON) scripts/fleet.py --vars | sed 's/^/                    /'
+	@$(PYTHON) scripts/fleet --vars | sed 's/^/                    /'
 	@echo "make lifecycle    attach and detach time against probes and processes, and what an untraced process pays; its variables:"
-	@$(PYTHON) scripts/lifecycle.py --vars | sed 's/^/                    /'
+	@$(PYTHON) scripts/lifecycle --vars | sed 's/^/                    /'
 	@echo "make test         the test suite, every tier, installing what it needs first (TESTS=name to pick some; NO_INSTALL=1)"
 	@echo "make check        its tier that needs no root, tracer or guest (minutes, as any user)"
 	@echo "make test-host    its tier of root, real tracers and programs;  make test-guests: what boots QEMU"

@@ -37,10 +37,10 @@ sys.path.insert(0, HERE)
 
 import configs  # noqa: E402
 import workloads  # noqa: E402
-from guest import initrd as guest_initrd  # noqa: E402
-from guest.common import GUEST_KIT, LAB_DIR  # noqa: E402
-from guest.init import SHELL_INIT  # noqa: E402
-from guest.qemu import ICOUNT  # noqa: E402
+from lab import initrd as guest_initrd  # noqa: E402
+from lab.common import GUEST_KIT, LAB_DIR  # noqa: E402
+from lab.init import SHELL_INIT  # noqa: E402
+from lab.qemu import ICOUNT  # noqa: E402
 from host import ROOT  # noqa: E402
 from render.summary import per_event  # noqa: E402
 from record import LOSSLESS, BadInput, load  # noqa: E402
@@ -154,7 +154,7 @@ def guest_files(suite):
     if not kernels:
         sys.exit(f"lava: no kernel in {boot}: run `make lab LAB={suite}` once first")
     rel = os.path.basename(kernels[-1]).removeprefix("vmlinuz-")
-    # the lab's own initramfs where it made one (guest/initrd.py)
+    # the lab's own initramfs where it made one (lab/initrd.py)
     initrd = (guest_initrd.cached(os.path.join(LAB, suite), rel)
               or kernels[-1].replace("vmlinuz-", "initrd.img-"))
     return kernels[-1], initrd if os.path.exists(initrd) else None
@@ -276,8 +276,8 @@ def run_locked(suite, configs_text, results, rootfs, env):
     import host
     import kitlock
     import params
-    from guest.init import fill, write_init
-    from guest.suite import make_image, put_kit
+    from lab.init import fill, write_init
+    from lab.suite import make_image, put_kit
     kitlock.lock("lava", params.from_env("LOCK_WAIT_S"))  # the lab's root file system is changed (its /kit, its shell init)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = os.path.join(results, f"{stamp}-lava")

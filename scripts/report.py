@@ -45,7 +45,7 @@ from configs import BASELINE  # noqa: E402
 from stats import analyse, outcomes, paced  # noqa: E402
 from render.environment import environment  # noqa: E402
 from render.formats import skipped_failed  # noqa: E402
-from render.guest import lab_markdown  # noqa: E402
+from render.lab import lab_markdown  # noqa: E402
 from render import atlas, fleet, lifecycle  # noqa: E402
 from render.paced import paced_markdown  # noqa: E402
 from render.tight import tight_closing, tight_tables  # noqa: E402
@@ -60,7 +60,7 @@ def guest_for(lab):
     """The lab guest named by LAB (a suite's folder of make lab, or a lab's
     top folder: its first suite that qualifies) whose SystemTap module
     runtime counted instructions at 1 thread beside its baseline, for the
-    2011 table: {"a", "lab", "folder"} (render.guest.guest_head), or None.
+    2011 table: {"a", "lab", "folder"} (render.lab.guest_head), or None.
     Only the folder named: a host's report never depends on what else
     lies in results/."""
     lab = os.path.realpath(lab)
@@ -81,8 +81,8 @@ def guest_for(lab):
 
 def lab_top(folder):
     """If FOLDER is a make lab's top folder (results/<stamp>-lab/, a folder
-    per suite), its summary.md written and printed (render/guest.py): True."""
-    from render import guest as lab
+    per suite), its summary.md written and printed (render/lab.py): True."""
+    from render import lab
     suites = lab.lab_folders(folder)
     if suites:
         print(lab.summary(folder, suites))

@@ -30,8 +30,8 @@ import lava  # noqa: E402
 import params  # noqa: E402
 import tracers  # noqa: E402
 import workloads  # noqa: E402
-from guest import suite  # noqa: E402
-import play.hosts  # noqa: E402  (make fleet's Ansible)
+from lab import suite  # noqa: E402
+import fleet.hosts  # noqa: E402  (make fleet's Ansible)
 
 # What only the tests use: {program: package}.
 # (ssh: test_fleet's unreachable host is refused by ssh's own words.)
@@ -48,7 +48,7 @@ def packages():
     pkgs |= set(r.stdout.split())
     pkgs.add(host.MATPLOTLIB_PACKAGE)
     pkgs |= set(suite.HOST_PACKAGES.values())
-    pkgs |= set(play.hosts.NEEDS.values()) | {play.hosts.CALLBACK_PACKAGE}
+    pkgs |= set(fleet.hosts.NEEDS.values()) | {fleet.hosts.CALLBACK_PACKAGE}
     pkgs |= set(lava.NEEDS.values())
     pkgs |= set(TESTS_ALONE.values())
     return sorted(pkgs)

@@ -7,7 +7,7 @@ host tier runs (tests/run_tests.py starts it, niced, under its lock).
 Why: a fresh clone builds each suite's root file system once with
 mmdebstrap, some 100 s each, mostly waiting on the mirror; built here
 they cost the guests tier nothing.  Each suite is built under its own
-lock (guest/suite.py's Suite.hold), so a lab that needs it meanwhile
+lock (lab/suite.py's Suite.hold), so a lab that needs it meanwhile
 waits for it and then finds it cached, as a second make lab would.  A
 suite that cannot be built (no mirror, no space) is said in one line and
 left to the lab, which says it again and skips; Ctrl-C and SIGTERM stop
@@ -22,8 +22,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from guest import suite  # noqa: E402
-from guest.common import LAB_DIR, LabError  # noqa: E402
+from lab import suite  # noqa: E402
+from lab.common import LAB_DIR, LabError  # noqa: E402
 
 
 PR_SET_CHILD_SUBREAPER = 36

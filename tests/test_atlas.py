@@ -1,4 +1,4 @@
-"""test_atlas.py: make atlas (scripts/atlas.py) and its report
+"""test_atlas.py: make atlas (scripts/atlas) and its report
 (render/atlas.py): the committed atlas's README.md is made again, byte
 for byte, from the committed folders beside it; the steps between
 kernels, the run-to-run spread and the kernels' order on hand-computed
@@ -20,7 +20,7 @@ from kit_test import REPORT_PY, ROOT, SCRIPTS, run, unavailable
 sys.path.insert(0, SCRIPTS)
 from render import atlas  # noqa: E402
 
-ATLAS_PY = os.path.join(SCRIPTS, "atlas.py")
+ATLAS_PY = os.path.join(SCRIPTS, "atlas")
 COMMITTED = os.path.join(ROOT, "docs", "atlas")
 
 

@@ -1,4 +1,4 @@
-"""make fleet (scripts/fleet.py, fleet/playbook.yml) for real, through
+"""make fleet (scripts/fleet, fleet/playbook.yml) for real, through
 Debian's Ansible: the shipped example inventory (two hosts on this machine
 by the local connection, each its own checkout, and one on the loopback
 address at a port nothing listens on) runs a QUICK fleet; both folders come
@@ -21,13 +21,13 @@ import unittest
 
 from kit_test import (ROOT, SCRIPTS, StateTest, build, descendants, need_build, need_root, run,
                       unavailable, stop_when)
-from play.hosts import NEEDS
-from play.pack import INTERRUPTED, pack_kit
-from play.playbook import REMOTE_TMP, local_tmps
+from fleet.hosts import NEEDS
+from fleet.pack import INTERRUPTED, pack_kit
+from fleet.playbook import REMOTE_TMP, local_tmps
 from render import fleet as render_fleet
 from render.formats import f_x
 
-FLEET_PY = os.path.join(SCRIPTS, "fleet.py")
+FLEET_PY = os.path.join(SCRIPTS, "fleet")
 EXAMPLE = os.path.join(ROOT, "fleet", "inventory.example.yml")
 # what Ansible unpacks a module into (AnsiballZ), under TMPDIR: one a Ctrl-C
 # stopped stays there, so the fleet gives its play a TMPDIR of its own

@@ -260,7 +260,7 @@ class Readme(unittest.TestCase):
         self.assertGreater(len(targets), 3)
         self.assertEqual(sorted(targets - phony), [], "targets README names that make lacks")
         known = {ln.split("=")[0] for ln in run(["python3", RUN_PY, "--vars"]).stdout.split()}
-        for entry in ("lab.py", "fleet.py", "atlas.py"):
+        for entry in ("lab", "fleet", "atlas"):
             known |= {ln.split("=")[0] for ln in run(
                 ["python3", os.path.join(SCRIPTS, entry), "--vars"]).stdout.split()}
         known |= {"V", "CC", "CFLAGS", "TESTS", "RESULTS", "PYTHON", "DTRACE"}

@@ -1,4 +1,4 @@
-"""make lab (scripts/lab.py): SystemTap's module runtime in a guest kernel,
+"""make lab (scripts/lab): SystemTap's module runtime in a guest kernel,
 for real: what CI runs (`QUICK=1`: Debian sid's baseline, stap-mark and
 stap-mark-alibi at THREADS=1..2), the instruction count's resolution, the
 shell, faults, the summary's tables, and its input checks.  Slow the first
@@ -26,18 +26,18 @@ import host
 import kernel
 import record
 import report
-from guest import common, shares, suite
-from guest import initrd as guest_initrd
-from guest import qemu as guest_qemu
-from guest import modules as guest_modules
-from guest import steps as guest_steps
-from survey.folders import newest
-from survey.kits import locked
-from guest.init import LAB_RUNS, QUICK_ITER
-from render import formats, guest as render_lab
+from lab import common, shares, suite
+from lab import initrd as guest_initrd
+from lab import qemu as guest_qemu
+from lab import modules as guest_modules
+from lab import steps as guest_steps
+from atlas.folders import newest
+from atlas.kits import locked
+from lab.init import LAB_RUNS, QUICK_ITER
+from render import formats, lab as render_lab
 from render import lifecycle as render_lifecycle
 
-LAB_PY = os.path.join(SCRIPTS, "lab.py")
+LAB_PY = os.path.join(SCRIPTS, "lab")
 
 
 def lab_state():
@@ -621,7 +621,7 @@ class TornMeta(unittest.TestCase):
         return d
 
     def test_reopen_and_add_rows(self):
-        from guest import merge
+        from lab import merge
         with tempfile.TemporaryDirectory() as top:
             first = self.guest_folder(top, "first", "stap-mark", "")
             other = self.guest_folder(top, "other", "stap-mark-alibi", '{"skipped": {')
@@ -807,7 +807,7 @@ class LifecycleGuest(unittest.TestCase):
 
 
 class Initramfs(unittest.TestCase):
-    """The kit's own initramfs (guest/initrd.py): the modules in
+    """The kit's own initramfs (lab/initrd.py): the modules in
     modprobe's order, what it cannot load refused (Debian's is booted
     then), the kernel's newc archive byte for byte, and its /init's
     failure line as the reason a guest stopped."""
@@ -936,7 +936,7 @@ class Quick(unittest.TestCase):
             self.assertIsNone(lab.get("preflight"), lab)
             self.assertIn(lab["accel"], ("kvm", "tcg"))
             self.assertEqual(lab["modules_left"], [])
-            # booted on the kit's own initramfs (guest/initrd.py), not Debian's
+            # booted on the kit's own initramfs (lab/initrd.py), not Debian's
             self.assertEqual(lab["initramfs"], guest_initrd.name(lab["kernel"]))
             by = {(x["config"], int(x["threads"])): x for x in rows}
             self.assertEqual(sorted(by), [("baseline", 1), ("baseline", 2),

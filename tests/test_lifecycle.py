@@ -1,4 +1,4 @@
-"""make lifecycle (scripts/lifecycle.py) for real: a 10-probe build is
+"""make lifecycle (scripts/lifecycle) for real: a 10-probe build is
 attached and detached under ftrace and bpftrace with every probe live in
 the process's own memory and each fired exactly once per process, a late
 process covered, and every site its own byte again after; the bystander
@@ -19,13 +19,13 @@ import unittest
 from unittest import mock
 
 import host
-from cycles.sites import Targets
+from lifecycle.sites import Targets
 from tracers import attached
 from kit_test import (ROOT, SCRIPTS, StateTest, descendants, need_build, need_root, need_tracer,
                       run, stop_when)
 from render import lifecycle as render_lifecycle
 
-LIFECYCLE_PY = os.path.join(SCRIPTS, "lifecycle.py")
+LIFECYCLE_PY = os.path.join(SCRIPTS, "lifecycle")
 # a bystander's runs and calls a run, for the tests that want its cost an
 # interval above 0: at 3-4 runs of 20,000 a busy disk beside the host tier
 # (the prebuild) made one run slow enough for the interval to hold 0

@@ -18,7 +18,7 @@ import report
 import stats
 import tracers
 from measure import paths
-from render import formats, guest, sites, summary
+from render import formats, lab, sites, summary
 
 
 def both(*args, **kw):
@@ -670,7 +670,7 @@ class GuestTools(unittest.TestCase):
     SRC = os.path.join(ROOT, "docs", "findings", "2026-12-02-python-in-the-lab", "folder")
 
     def test_versions_changes_and_tracers_with_nothing(self):
-        from render import guest, guesttools
+        from render import lab, guesttools
         with tempfile.TemporaryDirectory() as d:
             for lab in ("20261201T000000Z-lab", "20261205T000000Z-lab"):
                 shutil.copytree(self.SRC, os.path.join(d, lab))

@@ -13,7 +13,7 @@ import unittest
 from kit_test import EXPECTED, StateTest, build, need, need_build, need_root, run, unavailable
 import configs
 import elfinfo
-from cycles.sites import builds_used
+from lifecycle.sites import builds_used
 
 ALL_BUILDS = list(configs.builds())  # src/builds.tsv
 FIELDS = {"format", "build", "pid", "threads", "iterations", "pinned", "clock", "wall_ns",

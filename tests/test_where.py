@@ -18,8 +18,8 @@ import unittest
 
 from kit_test import ROOT, need_root, run, unavailable
 from test_lab import LAB_PY, lab_run, lab_state
-from guest import plugin as guest_plugin
-from guest import where as guest_where
+from lab import plugin as guest_plugin
+from lab import where as guest_where
 from render import where
 
 HAND = os.path.join(ROOT, "tests", "fixtures", "where")  # a hand-made WHERE=1 folder (its README says how)
@@ -130,7 +130,7 @@ class Symbolise(unittest.TestCase):
         passed over) though the text lies above 0xffffffffa0000000 (where
         KASLR may put it), any in the module area to MODULE_AREA (a loaded
         module's symbol there, virtblk_done, is never used: see
-        guest/where.py), one below _stext to NO_SYMBOL; the result is the
+        lab/where.py), one below _stext to NO_SYMBOL; the result is the
         committed where.csv."""
         with tempfile.TemporaryDirectory() as tmp:
             d = hand_folder(tmp)

@@ -21,8 +21,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from guest.mounts import unmount_under  # noqa: E402
-from guest.suite import mirror  # noqa: E402
+from lab.mounts import unmount_under  # noqa: E402
+from lab.suite import mirror  # noqa: E402
 
 BASE = ["gcc", "make", "binutils", "python3", "git", "ca-certificates"]  # .ci/run's, and git
 MMDEBSTRAP_S = 1800

@@ -1,4 +1,4 @@
-"""atlas.py: the atlas's README.md (make atlas, scripts/atlas.py), written
+"""atlas.py: the atlas's README.md (make atlas, scripts/atlas), written
 from its folders alone, so the committed tables can be made again from the
 committed folders (tests/test_atlas.py): a line per kernel (its suite,
 SystemTap, pre-flight, rows); the kernel facts that change the figures,
@@ -25,7 +25,7 @@ import record
 import stats
 from render.formats import Notes, f_interval, f_ins, f_ns, table
 from render import where
-from render.guest import short_kernel
+from render.lab import short_kernel
 
 ATLAS_FILE = "atlas.json"  # the atlas's own facts: its tools' suite, its kernels in order
 HOST_FOLDER = "host"  # the host's own make run, in ns
@@ -265,7 +265,7 @@ def kernels_line(guests, hst, own):
     head = ["column", "kernel", "folder", "tools", "SystemTap", "module pre-flight", "rows"]
     return ([f"Every configuration under Debian {own.get('tools', '?')}'s tools on each "
              "kernel, THREADS=" + ",".join(map(str, own.get("threads", []))) + ", made by "
-             "`make atlas` (scripts/atlas.py) and written by `python3 scripts/report.py "
+             "`make atlas` (scripts/atlas) and written by `python3 scripts/report.py "
              "docs/atlas` from the folders beside this file.", "", table(head, body)]
             + notes.lines())
 

@@ -20,7 +20,7 @@ from render import summary as answers
 from render.summary import per_event
 from stats import analyse
 
-FLEET_JSON = "fleet.json"  # scripts/fleet.py writes it (its one reader is here)
+FLEET_JSON = "fleet.json"  # scripts/fleet writes it (its one reader is here)
 
 
 def is_fleet(folder):

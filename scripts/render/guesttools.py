@@ -5,7 +5,7 @@ folder (sid moves: bpftrace 0.23 to 0.27 between two labs broke every
 bpftrace row, and nothing said the tool had changed), and each tracer
 that ran in a guest with no measured row, with why.
 
-Nothing to run: render/guest.py's summary() calls tool_lines().
+Nothing to run: render/lab.py's summary() calls tool_lines().
 """
 import json
 import os

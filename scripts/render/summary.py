@@ -21,7 +21,7 @@ from record import LOSSLESS, OTHERS, STATUSES
 from render.formats import (f_interval, f_ns, f_overhead, f_rate, f_slower, f_x, failure_groups,
                             normalise, reading, table, where)
 from render.bodies import body_lines, script_lines
-from render.guest import guest_2011, guest_head, guest_line
+from render.lab import guest_2011, guest_head, guest_line
 from render.y2011 import Y2011_CONFIGS, y2011
 
 LINES, WIDTH = 60, 120

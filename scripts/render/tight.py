@@ -10,7 +10,7 @@ Nothing to run: `from render.tight import tight_tables, tight_closing`.
 import configs
 from render.formats import (Notes, f_check, f_ns, f_overhead, f_slowdown, runs_cell,
                             skipped_failed, table, undetectable)
-from render.guest import guest_2011, guest_head, guest_line
+from render.lab import guest_2011, guest_head, guest_line
 from render.bodies import bodies_markdown
 from render.sites import SITES_NOTE, expectation, sites_table
 from render.y2011 import Y2011_HEAD, y2011

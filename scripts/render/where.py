@@ -1,5 +1,5 @@
 """where.py: where one event's instructions go, from make lab WHERE=1's
-where.csv (scripts/guest/where.py: a run's guest instructions by kernel
+where.csv (scripts/lab/where.py: a run's guest instructions by kernel
 function, counted by the QEMU plugin inside the target's timed loop).
 Each function belongs to one step of a probe hit (STEPS, in the order a
 hit takes them): the trap into the kernel, the uprobe's lookup, the
@@ -26,7 +26,7 @@ import re
 import statistics
 
 import configs
-from guest.where import USER, WHERE_CSV
+from lab.where import USER, WHERE_CSV
 from record import MEASURED
 from render.formats import f_ins, normalise, table
 from render.layout import DPI

@@ -1,7 +1,7 @@
 """y2011.py: the 2011 post's figures (shared/seeds/003: 10M calls, one
 thread, SystemTap 1.3, `stap -F`) beside today's: ratios to the baseline
 and overhead per event, each statistic the median; a lab guest's column
-in instructions comes from render/guest.py.
+in instructions comes from render/lab.py.
 
 Nothing to run: `from render.y2011 import y2011`.
 """
@@ -42,7 +42,7 @@ def overhead_mean(c, base):
 def y2011(a, column=None):
     """The 2011 figures beside today's: as ratios to the baseline, and as
     overhead per event (ratios alone mislead: the bare call got 20x faster);
-    and, given a lab guest's COLUMN ({row label: text}, render.guest's
+    and, given a lab guest's COLUMN ({row label: text}, render.lab's
     guest_2011), its module runtime's in instructions, a column of its
     own (guest_head)."""
     cells = {c["config"]: c for c in a["cells"] if c["threads"] == 1 and c["n_runs"]}

@@ -1,6 +1,6 @@
 """tracers/attached.py: what make lifecycle's verbs share, a tracer
 attached by a binary's path to the sites of every process that maps it
-(scripts/lifecycle.py drives them; make run's verbs are base.py's).
+(scripts/lifecycle drives them; make run's verbs are base.py's).
 
 A back-end that make lifecycle can drive has a class `Attached` (ftrace.py,
 bpftrace.py, perf.py; SystemTap's in stap_attached.py), listed in

@@ -1,7 +1,7 @@
 """tracers/stap_attached.py: SystemTap's make lifecycle verbs
 (attached.py), a bystander way only (stap -x PID, the traced process
 picked by a pid test on target()), and the script and module name make
-lab's guests build beforehand (guest/modules.py).  Beside stap.py, whose
+lab's guests build beforehand (lab/modules.py).  Beside stap.py, whose
 run verbs fill its room.
 
 Nothing to run.

@@ -14,7 +14,7 @@ The pre-flight (stap_preflight.preflight) and stap's version are asked of
 the chroot too.  Needs root (chroot), the chroot's SystemTap and kernel headers, and
 its /proc and /dev mounted by the caller.
 
-Nothing to run: guest/modules.py calls it.
+Nothing to run: lab/modules.py calls it.
 """
 import concurrent.futures
 import glob

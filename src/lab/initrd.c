@@ -1,4 +1,4 @@
-/* src/lab/initrd.c: /init of make lab's own initramfs (scripts/guest/initrd.py
+/* src/lab/initrd.c: /init of make lab's own initramfs (scripts/lab/initrd.py
  * builds it static and packs it with the modules the guest's root needs).
  *
  * Why: Debian's initramfs (dracut with systemd, some 40 MB) took about 30 of

@@ -5,9 +5,9 @@
  *
  *   qemu-system-x86_64 ... -plugin build/lab/plugin/VERSION/where-HASH.so,out=FILE
  *
- * Built by scripts/guest/plugin.py against the qemu-plugin.h of Debian's
+ * Built by scripts/lab/plugin.py against the qemu-plugin.h of Debian's
  * qemu *source* package of the host's own qemu (Debian ships no plugin
- * and no header); loaded by make lab WHERE=1 (scripts/lab.py).  Needs one
+ * and no header); loaded by make lab WHERE=1 (scripts/lab).  Needs one
  * vCPU (the lab's -icount guests have one): the counters are plain adds
  * (on newer qemus a scoreboard's, see `counter').
  *
@@ -24,7 +24,7 @@
  *
  * and at exit `done windows N overlaps N addresses N errors N` (errors:
  * writes to FILE that failed).  The counts are symbolised on the host from
- * the guest's /proc/kallsyms (scripts/guest/where.py), which checks all of
+ * the guest's /proc/kallsyms (scripts/lab/where.py), which checks all of
  * it before a count is used. */
 #include <inttypes.h>
 #include <stdint.h>

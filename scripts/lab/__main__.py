@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""lab/__main__.py: `make lab`: every configuration in throwaway guests whose
+kernels load modules (SystemTap's module runtime for real, beside every
+other tracer), on one or several Debian kernels, with the rows brought
+back into ordinary results folders.
+
+    make lab                       # LAB=sid: Debian unstable's kernel, every configuration
+    make lab LAB=sid,trixie,bookworm   # one table, configuration x kernel (summary.md)
+    make lab LAB=sid:trixie-backports  # sid's tools on trixie-backports' kernel
+    make lab QUICK=1               # what CI runs: sid, baseline, stap-mark, stap-mark-alibi
+    make lab LAB_CONFIGS='site-*-ftrace'   # some configurations only
+    make lab STAP_RUNTIME=bpf      # SystemTap's BPF runtime on the guest's kernel
+    make lab LIFECYCLE=1 LAB=sid,trixie,bookworm   # make lifecycle in each guest
+    make lab-shell                 # a shell in the guest, the kit in /kit
+
+Per suite, cached under build/lab/SUITE/: a root file system made by
+mmdebstrap from the host's Debian mirror, SystemTap's pre-flight and
+modules built in its chroot, the kit's own initramfs; then guests booted
+with qemu (KVM where it reaches userspace, else TCG, where by default
+(ICOUNT=1) a guest's clock counts its instructions: a second unit beside
+the host's ns, never mixed with it), each running the kit's runner over
+its share of the configurations, their folders copied back into
+results/<stamp>-lab/SUITE/.  docs/lab.md tells each step.  Needs root,
+mmdebstrap, qemu, e2fsprogs (installed as `make run` installs, unless
+NO_INSTALL=1), about 2 GB of disk per suite, and the host's Debian
+mirror.  Nothing is left running or mounted, whatever happens.
+
+This file is the door: main(); the inputs are lab/inputs.py's, the
+rooms scripts/lab/'s (lab/__init__.py names them), and the top
+folder's summary.md is scripts/report.py's (render/lab.py; with
+LIFECYCLE=1, render/lifecycle.py).
+"""
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # scripts/
+sys.path[0] = HERE  # (run as `python3 scripts/lab`, the path began at the wing)
+
+import host  # noqa: E402
+import kitlock  # noqa: E402
+import params  # noqa: E402
+from host import ROOT, say  # noqa: E402
+from lab.common import LAB_DIR, LAB_TOP, WHERE_TOP, LabError  # noqa: E402
+from lab.inputs import PARAMS, parse_args  # noqa: E402
+from lab.steps import run_suite  # noqa: E402
+from lab.where import WHERE_CSV  # noqa: E402
+from lab.suite import need_host_tools, the_kernels_there  # noqa: E402
+
+REPORT = os.path.join(HERE, "report.py")
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv, __doc__)
+    if args.vars:
+        print("\n".join(params.defaults(PARAMS)))
+        return 0
+    try:  # a kernel the mirror does not have: refused before anything is built
+        why = the_kernels_there(args.lab)
+    except LabError as e:
+        why = str(e)
+    if why:
+        say(f"lab: LAB '{','.join(args.lab)}' is not allowed: {why}")
+        return 2
+    if os.geteuid() != 0:
+        say("lab: needs root (mmdebstrap, chroot, module loading in the guest)")
+        return 2
+    # SIGINT, SIGTERM and SIGHUP alike (host.STOPS): host.Interrupted is a
+    # KeyboardInterrupt, so every Ctrl-C path below takes it; only the
+    # first stops the lab, and a deferred step (apt-get) ends first.
+    folders = []
+    with host.stoppable():
+        try:
+            kitlock.lock("lab", args.lock_wait_s)  # one kit at a time (make atlas's two labs of a kernel: under its lock)
+            need_host_tools(args.no_install)
+            if not host.make_all("lab"):
+                return 1
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            end = WHERE_TOP if args.where else LAB_TOP
+            top = os.path.join(args.results, stamp + end)
+            os.makedirs(LAB_DIR, exist_ok=True)
+            log = os.path.join(LAB_DIR, f"lab-{stamp}{end.removesuffix(LAB_TOP)}.log")
+            state = {}
+            for name in args.lab:
+                d = run_suite(name, args, top, log, state)
+                if d:
+                    folders.append(d)
+        except KeyboardInterrupt:
+            say("lab: interrupted; the guest is stopped and nothing is left mounted")
+            return 130
+    if args.shell:
+        return 0
+    # The report writes and prints the top folder's summary.md (it draws no
+    # plots there, so it is not re-run under another interpreter: its
+    # REEXEC), then each suite's report.md.
+    subprocess.run([sys.executable, REPORT, top], env=dict(os.environ, KIT_REPORT_REEXEC="1"))
+    say(f"lab: results in {os.path.relpath(top, ROOT)}/ (one folder per suite, summary.md)")
+    for d in folders:
+        subprocess.run([sys.executable, REPORT, d], stdout=subprocess.DEVNULL)
+    if args.where and not all(os.path.exists(os.path.join(d, WHERE_CSV)) for d in folders):
+        return 1  # its reason is in the folder's meta.json "lab" "where", said above
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

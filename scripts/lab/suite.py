@@ -1,0 +1,383 @@
+"""lab/suite.py: one Debian suite's guest, on the host's side: the
+suite names and what each needs, the host's Debian mirror, the packages
+of its root file system, the root file system itself (mmdebstrap, cached
+in build/lab/SUITE/), its kernel, the kit copied into it, the guests'
+ext4 images made from it (mkfs.ext4 -d: no loop device, no mount) and
+the results folder read back out of one (debugfs).  Needs root,
+mmdebstrap, e2fsprogs, about 2 GB of disk per suite and the host's
+Debian mirror (need_host_tools installs the tools).
+
+Nothing to run: lab/steps.py drives a Suite.
+"""
+import fcntl
+import glob
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import configs
+import record
+import workloads
+from bodies import BODY_BUILD
+import debpkgs
+import host
+import leftovers
+from host import ROOT, say
+from tracers import BACKENDS
+from .common import (GUEST_KIT, LAB_DIR, LAB_THREADS, PREFLIGHT, TIMINGS, WHERE_THREADS,
+                     LabError, sh)
+from .mounts import unmount_under
+
+# The guest's own: a kernel to boot and its headers (SystemTap's modules),
+# what stap compiles with, what the runner and the init script use.
+GUEST_BASE = ["linux-image-amd64", "linux-headers-amd64", "gcc", "make", "python3", "procps",
+              "kmod", "mount"]
+HOST_PACKAGES = {"mmdebstrap": "mmdebstrap", "qemu-system-x86_64": "qemu-system-x86",
+                 "mkfs.ext4": "e2fsprogs", "debugfs": "e2fsprogs"}
+# Suites and what each needs.  sid's Release file in the host's mirror is
+# past its Valid-Until date (a snapshot), so apt must not check that date
+# there; nothing else is weakened (signatures are still checked).
+SUITES = {"sid": [], "trixie": [], "bookworm": []}
+SID_APTOPT = ['--aptopt=Acquire::Check-Valid-Until "false"']
+# The kernel axis: LAB=SUITE:KERNEL is SUITE's root file system and tools
+# with KERNEL's kernel and headers (KERNEL_PACKAGES, pkg/KERNEL for apt),
+# KERNEL any suite of the mirror's (the_kernels_there checks, before
+# anything is built); these are the ones the kit knows to offer one.
+KERNEL_SUITES = ("bookworm", "bookworm-backports", "trixie", "trixie-backports", "sid",
+                 "experimental")
+KERNEL_PACKAGES = ("linux-image-amd64", "linux-headers-amd64")
+KERNEL_NAME = r"[a-z]+(-backports)?"  # a Debian suite's name, as LAB may give it
+IMAGE_MB = 4096
+MIN_FREE_MB = 3 * 1024  # per suite: the root file system and its image
+MMDEBSTRAP_S = 1800
+QUICK_CONFIGS = ["baseline", "stap-mark", "stap-mark-alibi"]  # the baseline: overheads
+# WHERE=1: where one event's instructions go, for a probe of each path: the
+# emulated 1-byte nop under ftrace and bpftrace, the probe on the 10-byte
+# nop (the call 7.2's uprobe syscall optimises it into; never hit before
+# 7.2), SystemTap's module, a function-entry probe (single_trace's first
+# instruction, single-stepped)
+WHERE_CONFIGS = ["baseline", "ftrace-sdt", "bpftrace-sdt-count", "site-sdt-nop10-at1-ftrace",
+                 "stap-mark-empty", "ftrace-function"]
+
+
+def put_kit(rootfs, suite_dir, timings=None):
+    """The repository, with its builds, at /kit in the root file system
+    ROOTFS (make lab's guests; scripts/lava.py's image), with TIMINGS (the
+    files sizing the guest's runs; default: SUITE_DIR's own)."""
+    dst = os.path.join(rootfs, GUEST_KIT.lstrip("/"))
+    shutil.rmtree(dst, ignore_errors=True)
+    # Not the host's timings.json: a guest sizes its runs by its own
+    # (one file per unit, kept in build/lab/SUITE/ between labs).
+    skip = shutil.ignore_patterns(*host.ROOT_FILE_SYSTEMS, "results", ".git",
+                                  leftovers.SCRATCH_GLOB, "stap-kernel", "perf-buildid", "*.pyc",
+                                  "timings.json")
+    shutil.copytree(ROOT, dst, ignore=skip, symlinks=True)
+    os.makedirs(os.path.join(dst, "results"), exist_ok=True)
+    for t in glob.glob(os.path.join(suite_dir, TIMINGS.format("*"))) if timings is None else timings:
+        shutil.copy(t, os.path.join(dst, "results", os.path.basename(t)))
+    os.makedirs(os.path.join(dst, "build", "lab-modules"), exist_ok=True)  # maybe none
+    return dst
+
+
+def make_image(rootfs, img, log):
+    """An ext4 image IMG of ROOTFS, IMAGE_MB large (mkfs.ext4 -d: no loop
+    device, no mount)."""
+    with open(img, "wb") as f:
+        f.truncate(IMAGE_MB * 2 ** 20)
+    sh(["mkfs.ext4", "-q", "-F", "-d", rootfs, img], log)
+
+
+def packages():
+    """What a guest's root file system holds: its own base, every tracer
+    back-end's programs (each back-end's `needs`) and the runtime of every
+    build the host made (`make packages`), so that every configuration
+    that can run in a guest does, installed as `make run` installs it."""
+    r = subprocess.run([*host.MAKE, "packages"], stdout=subprocess.PIPE,
+                       text=True, check=True)
+    tools = {p for b in BACKENDS.values() for p in b.needs.values()}
+    return GUEST_BASE + sorted(tools | set(r.stdout.split()))
+
+
+def mirror():
+    """The host's Debian mirror (its apt sources), never a name of ours."""
+    for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
+        with open(path) as f:
+            text = f.read()
+        for stanza in text.split("\n\n"):
+            uris = re.search(r"^URIs:\s*(\S+)", stanza, re.M)
+            if uris and "security" not in uris.group(1) and re.search(
+                    r"^Types:.*\bdeb\b", stanza, re.M):
+                return uris.group(1)
+    if os.path.exists("/etc/apt/sources.list"):
+        with open("/etc/apt/sources.list") as f:
+            for ln in f:
+                m = re.match(r"\s*deb\s+(?:\[[^]]*\]\s+)?(\S+)\s", ln)
+                if m and "security" not in m.group(1):
+                    return m.group(1)
+    return None
+
+
+def need_host_tools(no_install):
+    """The lab's own tools (HOST_PACKAGES), and the packages the builds
+    need (`make needs`): the guests run the builds made here, so a build
+    make skips is a skipped configuration in every guest."""
+    missing = sorted({p for c, p in HOST_PACKAGES.items() if not shutil.which(c)})
+    builds = host.build_needs()
+    if missing or builds:
+        debpkgs.install("lab", sorted(set(missing) | builds), no_install)
+        missing = sorted({p for c, p in HOST_PACKAGES.items() if not shutil.which(c)})
+    if missing:
+        raise LabError(f"missing Debian packages: {' '.join(missing)}"
+                       + (" (NO_INSTALL=1)" if no_install else ""))
+
+
+def split(name):
+    """(userland suite, kernel suite) of a LAB entry SUITE or SUITE:KERNEL."""
+    userland, _, kernel = name.partition(":")
+    return userland, kernel or userland
+
+
+def folder_name(name):
+    """A LAB entry as a folder's name: sid:trixie-backports is sid+trixie-backports."""
+    return name.replace(":", "+")
+
+
+def release_there(m, suite, timeout=30):
+    """Whether the mirror M has SUITE (its dists/SUITE/Release); LabError
+    where the mirror cannot be asked."""
+    try:
+        with urllib.request.urlopen(f"{m}/dists/{suite}/Release", timeout=timeout):
+            return True
+    except urllib.error.HTTPError as e:
+        if e.code in (403, 404, 410):
+            return False
+        raise LabError(f"the mirror answered {e.code} for dists/{suite}/Release") from e
+    except (urllib.error.URLError, OSError) as e:
+        raise LabError(f"cannot reach the host's Debian mirror to check dists/{suite}: "
+                       f"{getattr(e, 'reason', e)}") from e
+
+
+def the_kernels_there(names):
+    """None, or why a LAB entry's kernel suite is not in the host's mirror,
+    naming those of KERNEL_SUITES it has: asked before anything is built."""
+    wanted = sorted({k for n in names for u, k in [split(n)] if k != u})
+    if not wanted:
+        return None
+    m = mirror()
+    if not m:
+        return "no Debian mirror in the host's apt sources to take a kernel from"
+    missing = [k for k in wanted if not release_there(m, k)]
+    if not missing:
+        return None
+    why = f"the host's Debian mirror has no {', '.join(missing)} (dists/SUITE/Release)"
+    try:
+        have = [k for k in KERNEL_SUITES if release_there(m, k)]
+    except LabError as e:  # what it has cannot be listed: what it lacks still stands
+        return f"{why}; what it has could not be listed ({e})"
+    return (f"{why}; the kernels' suites it has: "
+            f"{', '.join(have) or 'none of ' + ', '.join(KERNEL_SUITES)}")
+
+
+class Suite:
+    """One suite's lab: its cache folder (build/lab/SUITE/), root file
+    system, results folder (OUT), the guests that run it and what could
+    not be built for it."""
+
+    def __init__(self, name, args, folder_root, log):
+        self.name, self.args, self.log = name, args, log
+        self.userland, self.kernel_suite = split(name)
+        self.slug = folder_name(name)
+        self.dir = os.path.join(LAB_DIR, self.slug)
+        self.rootfs = os.path.join(self.dir, "rootfs")
+        self.out = os.path.join(folder_root, self.slug)
+        self.guests = []  # the guests booted, and those a TCG run boots (tcg)
+        self.whole = self.tcg = self.vmlinuz = self.initrd = None
+        self.debian_initrd = None  # the kernel's own (initrd is the kit's where it was made)
+        self.unbuilt = {}  # configuration -> why its module did not build
+        self.runtime = "module"  # SystemTap's in the guest (STAP_RUNTIME)
+        self.threads = WHERE_THREADS if getattr(args, "where", False) else LAB_THREADS
+        self.plugin = None  # WHERE=1: (the plugin's .so, where it writes), lab/plugin.py
+        self.held = None  # the root file system's lock, while this lab holds it (hold)
+        self.fetched = []  # the folders fetch made (removed at the end: this lab's own)
+
+    # 0. the root file system's lock: two labs of one suite at once (make
+    # atlas: a kernel's lab and its WHERE=1 lab) take turns from building
+    # or checking the root file system to their images made from it
+    # (the kit, its modules and the init scripts are put in it meanwhile);
+    # their guests then run side by side, each on its own image
+    def hold(self):
+        if self.held:
+            return
+        os.makedirs(LAB_DIR, exist_ok=True)
+        f = open(os.path.join(LAB_DIR, f"{self.slug}.lock"), "a+")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"lab: {self.name}: another lab is preparing this suite's root file system; "
+                "waiting for it (its guests and this one's then run at once)")
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX)
+            except BaseException:
+                f.close()
+                raise
+        self.held = f
+
+    def release(self):
+        if self.held:
+            self.held.close()  # (the file stays: removing it would race the next one's open)
+            self.held = None
+
+    def configs(self):
+        """The suite's configurations: LAB_CONFIGS, QUICK's, or every one
+        (what cannot run there says why) but those of a real program the
+        guests do not hold (workloads.py's in_lab: PostgreSQL, a user's),
+        a user's script's (make run SCRIPT=, never in a guest) and, unless
+        LAB_CONFIGS names them, the probe bodies' (docs/bodies.md: 30 rows
+        that would double a make lab's time)."""
+        def here(c):
+            return (not c.workload or workloads.get(c.workload).in_lab) \
+                and c.mode != configs.SCRIPT_MODE
+        if self.args.lab_configs:  # WHERE=1: with their baselines, its windows' yardstick
+            got = [c for c in self.args.lab_configs if here(c)]
+            if self.args.where:
+                base = {configs.against(c.name) for c in got}
+                got = [c for c in configs.CONFIGS if c in got or c.name in base]
+            return got
+        if self.args.where:
+            return [configs.BY_NAME[n] for n in WHERE_CONFIGS]
+        if self.args.quick:
+            return [configs.BY_NAME[n] for n in QUICK_CONFIGS]
+        return [c for c in configs.CONFIGS if here(c) and c.build != BODY_BUILD]
+
+    # 1. the root file system
+    def make_rootfs(self):
+        """The suite's root file system, cached with the package list it was
+        made with (rootfs.ok); a new one is built beside the old, which is
+        replaced only once the new one is whole: a build that fails leaves
+        the cache as it was."""
+        ok = os.path.join(self.dir, "rootfs.ok")  # the package list it was made with
+        want = packages()
+        if self.kernel_suite != self.userland:  # the kernel and its headers from there
+            want = [f"{p}/{self.kernel_suite}" if p in KERNEL_PACKAGES else p for p in want]
+        if (os.path.exists(ok) and open(ok).read().split() == want
+                and os.path.isdir(os.path.join(self.rootfs, "lib", "modules"))):
+            return
+        m = mirror()
+        if not m:
+            raise LabError("no Debian mirror in the host's apt sources to build a guest from")
+        free = shutil.disk_usage(os.path.dirname(self.dir) if os.path.isdir(
+            os.path.dirname(self.dir)) else ROOT).free // 2 ** 20
+        if free < MIN_FREE_MB:
+            raise LabError(f"only {free} MB free for the guest, {MIN_FREE_MB} MB needed")
+        tmp = self.rootfs + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(self.dir, exist_ok=True)
+        say(f"lab: {self.name}: building its root file system with mmdebstrap "
+            "(a few minutes, once; cached in build/lab/)")
+        t0 = time.monotonic()
+        try:
+            sh(["mmdebstrap", "--variant=apt", "--include=" + ",".join(want),
+                *self.aptopts(), self.userland, tmp, *self.sources(m)],
+               self.log, timeout=MMDEBSTRAP_S)
+        except BaseException:  # LabError, Ctrl-C: nothing half-made is left
+            unmount_under(tmp)
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not os.listdir(self.dir):  # (a SUITE:KERNEL apt could not install)
+                os.rmdir(self.dir)
+            raise
+        for old in (ok, os.path.join(self.dir, PREFLIGHT)):
+            if os.path.exists(old):  # the list: from here until the rename, none names the
+                os.remove(old)       # folder; the pre-flight's answers: the old one's
+        unmount_under(self.rootfs)
+        shutil.rmtree(self.rootfs, ignore_errors=True)
+        os.rename(tmp, self.rootfs)
+        with open(ok, "w") as f:
+            f.write(f"{' '.join(want)}\n")
+        say(f"lab: {self.name}: root file system in {time.monotonic() - t0:.0f} s")
+
+    def sources(self, m):
+        """mmdebstrap's mirror lines: the suite's own; with another kernel's
+        suite, that one too (and a -backports suite's base, which its
+        packages assume)."""
+        if self.kernel_suite == self.userland:
+            return [m]
+        base = self.kernel_suite.removesuffix("-backports")
+        return [f"deb {m} {x} main" for x in dict.fromkeys([self.userland, self.kernel_suite,
+                                                            base])]
+
+    def aptopts(self):
+        """sid's (and a mixed guest's) Valid-Until waived; a mixed guest's
+        packages from its own suite wherever it has them (Default-Release),
+        the kernel's only as asked (pkg/KERNEL) and what that needs."""
+        if self.kernel_suite == self.userland:
+            return SID_APTOPT if self.name == "sid" else []
+        return [*SID_APTOPT, f'--aptopt=APT::Default-Release "{self.userland}"']
+
+    def kernel(self):
+        """(release, vmlinuz, initrd) of the guest's kernel."""
+        rel = sorted(os.listdir(os.path.join(self.rootfs, "lib", "modules")))
+        if not rel:
+            raise LabError("the guest has no kernel in /lib/modules")
+        rel = rel[-1]
+        return (rel, os.path.join(self.rootfs, "boot", f"vmlinuz-{rel}"),
+                os.path.join(self.rootfs, "boot", f"initrd.img-{rel}"))
+
+    def timings(self, unit):
+        """(the file sizing the guest's runs in UNIT, the suite it is from):
+        its own (LAB_DIR/SUITE/TIMINGS), else, on a kernel's first lab, that
+        of a guest with the same tools on another kernel (its own suite's
+        first, then the newest): the same programs and tracers, whose runs
+        it sizes to about MAX_RUN_S and whose configurations it shares
+        between the guests, so no cell needs a warm-up to size it; what it
+        measures is its own ((None, None): no such file, each cell warms up)."""
+        name = TIMINGS.format(unit)
+        own = os.path.join(self.dir, name)
+        if os.path.exists(own):
+            return own, self.name
+        if getattr(self.args, "where", False):  # WHERE=1: its runs' size is fixed (WHERE_ITER)
+            return None, None
+        kin = sorted(glob.glob(os.path.join(LAB_DIR, folder_name(self.userland) + "+*", name)),
+                     key=os.path.getmtime, reverse=True)
+        for t in [os.path.join(LAB_DIR, folder_name(self.userland), name), *kin]:
+            if os.path.exists(t):
+                return t, os.path.basename(os.path.dirname(t)).replace("+", ":")
+        return None, None
+
+    def put_kit(self):
+        """The kit in the root file system, with the timings that size its
+        runs in each unit (timings); {unit: the suite they are from} where
+        they are another kernel's."""
+        got = {u: self.timings(u) for u in record.UNITS}
+        borrowed = {u: src for u, (_, src) in got.items() if src and src != self.name}
+        for u, src in borrowed.items():
+            say(f"lab: {self.name}: its runs in {u} sized from {src}'s guest timings "
+                "(this kernel's first lab here: no warm-up needed to size them)")
+        return put_kit(self.rootfs, self.dir, [p for p, _ in got.values() if p]), borrowed
+
+    # the guests' images, one each: the first made from the root file
+    # system, the others copies of it (sparse)
+    def images(self, guests):
+        for g in guests:
+            if os.path.exists(g.img):
+                os.unlink(g.img)
+        make_image(self.rootfs, guests[0].img, self.log)
+        for g in guests[1:]:
+            sh(["cp", "--sparse=always", guests[0].img, g.img], self.log)
+
+    def fetch(self, img, replay=False):
+        """The guest's results folder, out of the image (debugfs: no mount).
+        REPLAY: the guest did not shut down, so its last rows may be in the
+        file system's journal alone: e2fsck replays it first."""
+        if replay:
+            with open(self.log, "a") as f:  # exit 1: it replayed (changed) something
+                subprocess.run(["e2fsck", "-E", "journal_only", "-y", img], stdout=f,
+                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=600)
+        dst = tempfile.mkdtemp(prefix="lab-fetch-", dir=self.dir)
+        self.fetched.append(dst)
+        sh(["debugfs", "-R", f"rdump {GUEST_KIT}/results {dst}", img], self.log)
+        return os.path.join(dst, "results")
