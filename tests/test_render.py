@@ -18,7 +18,8 @@ import report
 import stats
 import tracers
 from measure import paths
-from render import formats, lab, sites, summary
+from render import formats, sites, summary
+from render import lab as render_lab
 
 
 def both(*args, **kw):
@@ -166,7 +167,7 @@ class Guest2011(unittest.TestCase):
             g = report.guest_for(lab)
             # named as `<stamp>-lab/sid`
             self.assertEqual(g["folder"], os.path.join("20261201T000000Z-lab", "sid"))
-            got = guest.guest_2011(g)
+            got = render_lab.guest_2011(g)
             self.assertEqual(got, {
                 "bare call (baseline)": "6.10 a call",  # the median of 6.0, 6.1, 6.2
                 "process.function + gettimeofday_ns + $v": "2,500 [2,500, 2,500]",
@@ -670,7 +671,7 @@ class GuestTools(unittest.TestCase):
     SRC = os.path.join(ROOT, "docs", "findings", "2026-12-02-python-in-the-lab", "folder")
 
     def test_versions_changes_and_tracers_with_nothing(self):
-        from render import lab, guesttools
+        from render import guesttools, lab as render_lab
         with tempfile.TemporaryDirectory() as d:
             for lab in ("20261201T000000Z-lab", "20261205T000000Z-lab"):
                 shutil.copytree(self.SRC, os.path.join(d, lab))
@@ -681,7 +682,7 @@ class GuestTools(unittest.TestCase):
             with open(m, "w") as f:
                 json.dump(meta, f)
             top = os.path.join(d, "20261205T000000Z-lab")
-            text = guest.summary(top, guest.lab_folders(top))
+            text = render_lab.summary(top, render_lab.lab_folders(top))
         self.assertIn("| sid      | 0.27.1   | 7.2.13   | 5.6       | 2.16.0  | 0.19    | 3.14.10 |",
                       text)
         self.assertIn("- sid: since 20261201T000000Z-lab, bpftrace 0.23.2 -> 0.27.1:", text)
