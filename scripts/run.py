@@ -33,7 +33,7 @@ from measure.kit import Kit  # noqa: E402
 
 def parse_args(argv):
     """params.parse_args with the back-ends' own variables."""
-    return params.parse_args(argv, [p for t in tracers.BACKENDS.values() for p in t.params()])
+    return params.parse_args(argv, tracers.own_params())
 
 
 def main(argv=None):

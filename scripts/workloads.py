@@ -389,8 +389,8 @@ class Command(Workload):
 
     def why_silent(self):
         """One more run of the command, untraced, with its processes' maps
-        looked at (measure/silence.py)."""
-        from measure import silence
+        looked at (silence.py)."""
+        import silence
         return silence.why(self.program, self.command, ROOT)
 
     def bystanders(self):

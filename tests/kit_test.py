@@ -329,7 +329,8 @@ def golden(md):
 
 
 def cells(folder):
-    import report
-    rows, meta, _ = report.load(folder)
-    a = report.analyse(rows, meta)
+    import record
+    import stats
+    rows, meta, _ = record.load(folder)
+    a = stats.analyse(rows, meta)
     return {(c["config"], c["threads"]): c for c in a["cells"]}, a

@@ -129,6 +129,80 @@ class ImportCircles(unittest.TestCase):
 
 
 
+# The floors above the ground: the wings (each command's rooms, and the
+# rooms they share: measure/, tracers/, stats/), the report's render/, and
+# the doors.  record/ is the ground floor's: the results formats.
+WINGS = ("atlas", "fleet", "lab", "lifecycle", "measure", "record", "stats", "tracers")
+DOORS = ("run", "report", "lava")  # and each wing's __main__
+
+
+def arrows_back_up(top):
+    """[(importer, imported, why)] of the imports under TOP that run back
+    up: a wing's module (not its door) importing render/; anything importing a door; a
+    record/ module importing a room that imports more of the kit (the
+    formats import only each other and rooms of no kit import); and, at
+    the level of folders (a top-level package a node, a top-level module a
+    node), each circle: folders that import one another through different
+    modules, which one more import makes a circle of modules."""
+    graph = imports(top)
+    found = []
+    for a, bs in sorted(graph.items()):
+        for b in sorted(bs):
+            fa, fb = a.split(".")[0], b.split(".")[0]
+            if fa in WINGS and fb == "render" and not a.endswith(".__main__"):
+                found.append((a, b, "a wing imports render/"))
+            if b in DOORS or b.endswith(".__main__"):
+                found.append((a, b, "a door is imported"))
+            if fa == "record" and fb != "record" and graph.get(b):
+                found.append((a, b, "record/ imports above the ground"))
+    folders = {}
+    for a, bs in graph.items():
+        folders.setdefault(a.split(".")[0], set()).update(
+            b.split(".")[0] for b in bs if b.split(".")[0] != a.split(".")[0])
+    found += [(" -> ".join(c), "", "folders in a circle") for c in circles(folders)]
+    return found
+
+
+class Floors(unittest.TestCase):
+    def test_no_arrow_runs_back_up(self):
+        """No wing imports render/ (make lifecycle's rooms and the lab's
+        merge took lifecycle.csv's columns from render/lifecycle.py, make
+        fleet's and make atlas's their files' names from render/), nothing
+        imports a door (make fleet imported run.py), record/ imports only
+        the ground, and no folders import one another (render/ -> guest/ ->
+        cycles/ -> render/ was one import short of a circle)."""
+        self.assertEqual(arrows_back_up(SCRIPTS), [])
+
+    def test_the_check_finds_them(self):
+        """Hand-made: a folder circle render/ -> lab/ -> lifecycle/ ->
+        render/ with no module circle, a wing importing render/, a module
+        importing a door, and record/ importing a wing; a door importing
+        everything is no fault."""
+        files = {
+            "host.py": "",
+            "run.py": "import lab.merge\nimport render.x\n",
+            "render/__init__.py": "", "render/x.py": "import lab.merge\n",
+            "render/y.py": "import record.runs\n",
+            "lab/__init__.py": "", "lab/merge.py": "import lifecycle.kit\n",
+            "lab/__main__.py": "import lab.merge\nimport render.x\n",
+            "lifecycle/__init__.py": "", "lifecycle/kit.py": "from render import y\n",
+            "fleet/__init__.py": "", "fleet/inputs.py": "import run\n",
+            "record/__init__.py": "", "record/runs.py": "import host\n",
+            "record/lab.py": "import lab.merge\n",
+        }
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, text in files.items():
+                os.makedirs(os.path.dirname(os.path.join(tmp, name)), exist_ok=True)
+                with open(os.path.join(tmp, name), "w") as f:
+                    f.write(text)
+            self.assertEqual(arrows_back_up(tmp), [
+                ("fleet.inputs", "run", "a door is imported"),
+                ("lifecycle.kit", "render", "a wing imports render/"),
+                ("lifecycle.kit", "render.y", "a wing imports render/"),
+                ("record.lab", "lab.merge", "record/ imports above the ground"),
+                ("lab -> lifecycle -> record -> render", "", "folders in a circle")])
+
+
 # A tracer's verbs: make run's (tracers/base.py) and make lifecycle's
 # (tracers/attached.py); a class with three of them is a tracer.
 VERBS = {"attach", "detach", "events", "start", "ready", "counts", "stop"}

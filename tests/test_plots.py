@@ -11,7 +11,7 @@ import unittest
 
 from kit_test import EXAMPLE, REPORT_PY, ROOT, run, unavailable
 import configs
-import report
+from render import runs as report_runs
 from render import layout, plots
 
 # Real runs, each once unreadable: 1320 x 8536 px (threads 1-8), 1320 x
@@ -139,7 +139,7 @@ layout.save(fig, sys.argv[2], "ticks.png")
 
 class OverlapCheck(unittest.TestCase):
     def test_says_which_texts_overlap(self):
-        py = report.plotting_python()
+        py = report_runs.plotting_python()
         if py is None:
             unavailable(self, "no interpreter here has matplotlib")
         with tempfile.TemporaryDirectory() as tmp:

@@ -90,6 +90,51 @@ class Folder(unittest.TestCase):
         self.assertEqual([r["reason"] for r in rows], [reason, "fine"])
 
 
+
+class Kinds(unittest.TestCase):
+    """A folder's kind (record.kind_of), the one rule the report goes by:
+    its meta.json's stamp, written by every writer; a folder written
+    before the stamp by the file only its kind writes."""
+
+    def folder(self, tmp, name, files):
+        d = os.path.join(tmp, name)
+        for f, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(d, f)), exist_ok=True)
+            with open(os.path.join(d, f), "w") as out:
+                out.write(text)
+        return d
+
+    def test_the_stamp_and_the_files(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            cases = {  # name: (files, its kind)
+                "stamped": ({"meta.json": '{"kind": "fleet"}', "runs.csv": ""}, "fleet"),
+                "atlas": ({"atlas.json": "{}", "host/runs.csv": ""}, "atlas"),
+                "fleet": ({"fleet.json": "{}"}, "fleet"),
+                "runs": ({"runs.csv": "", "meta.json": '{"format_version": 13}'}, "runs"),
+                "killed-early": ({"meta.json": "{"}, "runs"),
+                "lab": ({"sid/meta.json": '{"lab": {}}', "sid/runs.csv": ""}, "lab"),
+                "lifecycle": ({"meta.json": '{"kind": "lifecycle"}'}, "lifecycle"),
+                "nothing": ({"notes.txt": ""}, None)}
+            for name, (files, kind) in cases.items():
+                with self.subTest(folder=name):
+                    self.assertEqual(record.kind_of(self.folder(tmp, name, files)), kind)
+
+    def test_every_writer_stamps(self):
+        """A runs folder's meta.json (record.Folder) and a top folder's
+        (record.stamp: a lab's, a fleet's, an atlas's) say their kind."""
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            f = record.Folder(tmp, name="a-run")
+            f.write_meta()
+            f.close()
+            self.assertEqual(record.stamp_of(f.dir), record.runs.KIND)
+            for m in (record.lab, record.fleet, record.atlas):
+                d = os.path.join(tmp, m.KIND)
+                record.stamp(d, m.KIND)
+                self.assertEqual(record.stamp_of(d), m.KIND)
+
+
 class PerfLost(unittest.TestCase):
     """perf record's lost samples, from `perf report --stats` as perf 6.1
     printed it here (tests/fixtures/perf/): 2 runs of benchmark-sdt at 2

@@ -14,7 +14,7 @@ from kit_test import (EXAMPLE, FIXTURES, REPORT_PY, ROOT, cells, fixture, golden
                       report_text, run, unavailable)
 import kernel
 import record
-import report
+from render import runs as report_runs
 import stats
 import tracers
 from measure import paths
@@ -25,7 +25,7 @@ from render import lab as render_lab
 def both(*args, **kw):
     """report.md and tables.md (report.markdown) as one text, for checks
     that do not care which of the two holds a line."""
-    return "".join(doc for doc in report.markdown(*args, **kw) if doc)
+    return "".join(doc for doc in report_runs.markdown(*args, **kw) if doc)
 
 
 class Golden(unittest.TestCase):
@@ -163,8 +163,8 @@ class Guest2011(unittest.TestCase):
             r = run(["python3", REPORT_PY, host])
             self.assertNotIn("[instructions/event]", report_text(host))
             # ... and takes the guest it is given (the lab's top folder or its suite's)
-            self.assertEqual(report.guest_for(lab), report.guest_for(os.path.join(lab, "sid")))
-            g = report.guest_for(lab)
+            self.assertEqual(report_runs.guest_for(lab), report_runs.guest_for(os.path.join(lab, "sid")))
+            g = report_runs.guest_for(lab)
             # named as `<stamp>-lab/sid`
             self.assertEqual(g["folder"], os.path.join("20261201T000000Z-lab", "sid"))
             got = render_lab.guest_2011(g)
@@ -189,10 +189,10 @@ class Guest2011(unittest.TestCase):
         instructions column, nor one without a baseline (no overhead)."""
         with tempfile.TemporaryDirectory() as tmp:
             self.host_beside_guest(tmp, unit="ns")
-            self.assertIsNone(report.guest_for(os.path.join(tmp, os.path.basename(self.GUEST))))
+            self.assertIsNone(report_runs.guest_for(os.path.join(tmp, os.path.basename(self.GUEST))))
         with tempfile.TemporaryDirectory() as tmp:
             self.host_beside_guest(tmp, baseline=False)
-            self.assertIsNone(report.guest_for(os.path.join(tmp, os.path.basename(self.GUEST))))
+            self.assertIsNone(report_runs.guest_for(os.path.join(tmp, os.path.basename(self.GUEST))))
 
 
 class Paced(unittest.TestCase):
@@ -200,7 +200,7 @@ class Paced(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        rows, _, _ = report.load(os.path.join(FIXTURES, "paced"))
+        rows, _, _ = record.load(os.path.join(FIXTURES, "paced"))
         cls.p = stats.paced(rows)
         cls.c = {(c["config"], c["rate"]): c for c in cls.p["cells"]}
         cls.lim = {m["config"]: m for m in cls.p["limits"]}

@@ -361,12 +361,12 @@ class SemaphoreAudit(unittest.TestCase):
 
 
 class Silence(unittest.TestCase):
-    """measure/silence.py: why a marker never fired, from one more run of
+    """silence.py: why a marker never fired, from one more run of
     the command whose processes' maps the kit looks at, by device and
     inode: TARGET mapped (the code never ran), another copy mapped (named),
     neither."""
     def setUp(self):
-        from measure import silence
+        import silence
         self.silence = silence
         silence._SAID.clear()
 

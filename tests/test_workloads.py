@@ -618,7 +618,7 @@ class OneCommand(UserRows):
             line = next(ln for ln in out.splitlines() if ln.startswith(f"  - user-{t}:"))
             self.assertIn("never fires, 0 events in 4 runs", line)  # 2 runs of 2
             self.assertNotIn("ns/event", line)
-        from measure import silence
+        import silence
         self.assertIn(f"  - why it never fires: {silence.HEAD}", out)
         self.assertNotIn("agreed", out)
 

@@ -43,9 +43,9 @@ import kitlock  # noqa: E402
 import params  # noqa: E402
 from lab.common import LAB_THREADS, LabError  # noqa: E402
 from lab.suite import folder_name, need_host_tools, the_kernels_there  # noqa: E402
-from lab.where import WHERE_CSV  # noqa: E402
+from record.where import WHERE_CSV  # noqa: E402
 from host import ROOT, say  # noqa: E402
-from render.atlas import HOST_FOLDER  # noqa: E402
+from record.atlas import HOST_FOLDER  # noqa: E402
 from atlas.folders import atlas_file, has_runs, where_dir, write_atlas_file  # noqa: E402
 from atlas.inputs import PARAMS, parse_args  # noqa: E402
 from atlas.kits import measure_host, measure_kernel  # noqa: E402

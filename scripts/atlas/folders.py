@@ -13,8 +13,8 @@ import configs
 import workloads
 from lab.suite import folder_name
 from host import ROOT
-from render.atlas import ATLAS_FILE
-from render.where import WHERE_DIR
+import record
+from record.atlas import ATLAS_FILE, KIND, WHERE_DIR
 
 
 def atlas_file(d):
@@ -34,6 +34,7 @@ def write_atlas_file(d, facts):
         json.dump(facts, f, indent=1)
         f.write("\n")
     os.replace(tmp, os.path.join(d, ATLAS_FILE))
+    record.stamp(d, KIND)
 
 
 def lab_configs():

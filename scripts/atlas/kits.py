@@ -15,7 +15,7 @@ import time
 import host
 from lab.common import LAB_DIR, LAB_THREADS, LAB_TOP, WHERE_TOP
 from lab.suite import folder_name
-from lab.where import WHERE_CSV
+from record.where import WHERE_CSV
 from host import ROOT, say
 from .folders import has_runs, lab_configs, newest, take, where_dir
 

@@ -13,7 +13,8 @@ import shutil
 import subprocess
 
 from host import ROOT
-from render.fleet import FLEET_JSON
+import record
+from record.fleet import FLEET_JSON
 
 NEEDS = {"ansible-playbook": "ansible-core", "ansible-inventory": "ansible-core",
          "ansible-doc": "ansible-core"}
@@ -112,10 +113,10 @@ def check_hosts(hosts, root, plugins):
     checkout (or holds it)."""
     for name, v in hosts.items():
         if not all(c.isalnum() or c in "-_." for c in name) or name.startswith(".") \
-                or name in (FLEET_JSON, "summary.md"):
+                or name in (FLEET_JSON, record.META, "summary.md"):
             raise ValueError(f"host '{name}': a fleet folder is named after each host: want "
                              "letters, digits, '-', '_' or '.', not first, and not "
-                             f"{FLEET_JSON} or summary.md")
+                             f"{FLEET_JSON}, {record.META} or summary.md")
         for var in HOST_VARS:
             if v.get(var) is not None and not isinstance(v[var], str):
                 raise ValueError(f"host '{name}': {var} '{v[var]}' is not allowed: want a "

@@ -9,7 +9,7 @@ import os
 import tempfile
 
 import params
-import run as runner
+import tracers
 from host import ROOT
 from .hosts import templated
 
@@ -67,7 +67,7 @@ def knobs():
     """The runner's variables given here (the environment, as make hands
     them over), checked with its own parsers: NAME=value words for each
     host's `make run`.  SystemExit (2, the runner's message) on a bad one."""
-    names = [p.name for p in runner.parse_args([]).params]  # (exits 2 on a bad value)
+    names = [p.name for p in params.parse_args([], tracers.own_params()).params]  # (exits 2 on a bad value)
     return [f"{n}={os.environ[n]}" for n in names if n in os.environ and n not in LOCAL_FILES]
 
 

@@ -15,7 +15,8 @@ import time
 
 import host
 from host import ROOT, say
-from render.fleet import FLEET_JSON
+import record
+from record.fleet import FLEET_JSON, KIND
 from .hosts import CALLBACK, LOCAL, one_line
 from .pack import INTERRUPTED, fleet_folder, gather, outcomes, own_folders, pack_kit
 
@@ -61,6 +62,7 @@ def write_fleet_json(fleet, args, words, got, **more):
     host.write_json(os.path.join(fleet, FLEET_JSON), {
         "inventory": os.path.abspath(args.inventory), "make_vars": words,
         "fleet_root": args.fleet_root, **more, "hosts": got})
+    record.stamp(fleet, KIND)
 
 
 def play(args, hosts, plugins, words):

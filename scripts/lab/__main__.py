@@ -41,11 +41,13 @@ sys.path[0] = HERE  # (run as `python3 scripts/lab`, the path began at the wing)
 import host  # noqa: E402
 import kitlock  # noqa: E402
 import params  # noqa: E402
+import record  # noqa: E402
+from record import lab as lab_format  # noqa: E402
 from host import ROOT, say  # noqa: E402
 from lab.common import LAB_DIR, LAB_TOP, WHERE_TOP, LabError  # noqa: E402
 from lab.inputs import PARAMS, parse_args  # noqa: E402
 from lab.steps import run_suite  # noqa: E402
-from lab.where import WHERE_CSV  # noqa: E402
+from record.where import WHERE_CSV  # noqa: E402
 from lab.suite import need_host_tools, the_kernels_there  # noqa: E402
 
 REPORT = os.path.join(HERE, "report.py")
@@ -69,7 +71,7 @@ def main(argv=None):
     # SIGINT, SIGTERM and SIGHUP alike (host.STOPS): host.Interrupted is a
     # KeyboardInterrupt, so every Ctrl-C path below takes it; only the
     # first stops the lab, and a deferred step (apt-get) ends first.
-    folders = []
+    folders, top = [], None
     with host.stoppable():
         try:
             kitlock.lock("lab", args.lock_wait_s)  # one kit at a time (make atlas's two labs of a kernel: under its lock)
@@ -89,6 +91,9 @@ def main(argv=None):
         except KeyboardInterrupt:
             say("lab: interrupted; the guest is stopped and nothing is left mounted")
             return 130
+        finally:  # the top folder's kind, whatever its suites wrote
+            if top and os.path.isdir(top):
+                record.stamp(top, lab_format.KIND)
     if args.shell:
         return 0
     # The report writes and prints the top folder's summary.md (it draws no

@@ -13,7 +13,7 @@ import os
 import string
 
 from lifecycle import inputs as lifecycle_inputs
-from . import where
+from record import where
 from .common import GUEST_KIT, TIMINGS
 from .qemu import DONE, USERSPACE
 

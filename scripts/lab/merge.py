@@ -20,8 +20,10 @@ import host
 import record
 from host import say
 from measure import plan
-from render.lifecycle import KIND
-from . import where
+from record.lifecycle import KIND
+from record import where
+
+from . import where as symbols
 from .common import TIMINGS, LabError
 
 
@@ -100,7 +102,7 @@ def where_counts(suite):
     if os.path.exists(raw):
         shutil.move(raw, os.path.join(suite.out, "logs", where.RAW))
         try:
-            got = where.symbolise(suite.out)
+            got = symbols.symbolise(suite.out)
         except (OSError, ValueError, record.BadInput) as e:
             got = {"windows": 0, "why": f"where.csv not made: {e}"}
     say(f"lab: {suite.name}: " + (got["why"] if "why" in got else

@@ -16,7 +16,9 @@ import time
 
 import kernel
 from host import ROOT, say
-from . import init, initrd, modules, plugin, where
+from record import where
+
+from . import init, initrd, modules, plugin
 from .common import GUEST_KIT, LabError
 from .merge import bring_back, bring_back_lifecycle, lifecycle_folder, skipped_folder
 from .qemu import GUEST_S, Guest, boot_guests

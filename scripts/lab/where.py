@@ -26,14 +26,8 @@ import os
 import re
 
 import record
+from record.where import COLUMNS, KALLSYMS, MODULE_AREA, NO_SYMBOL, RAW, USER, WHERE_CSV  # noqa: F401
 
-WHERE_CSV = "where.csv"
-RAW = "where-raw.txt"  # the plugin's own output, kept in logs/
-KALLSYMS = "kallsyms.txt"  # the guest's, in logs/
-COLUMNS = ["config", "threads", "rep", "calls", "wall", "window", "function", "instructions"]
-USER = "[user space]"  # every user-space instruction: the program, an XOL slot, a trampoline
-MODULE_AREA = "[module area: the tracer's module or BPF program]"
-NO_SYMBOL = "[kernel: no symbol]"
 MODULES_START, MODULES_END = 0xffffffffa0000000, 0xffffffffff000000  # x86-64's module area
 PID = re.compile(r'"format":"kit-target-record[^"]*".*?"pid":(\d+)')
 

@@ -7,7 +7,7 @@ Nothing to run: scripts/lifecycle's wing.
 """
 import host
 from host import say
-from render.lifecycle import BASELINE_WAY, BYSTANDER_CSV, clock
+from record.lifecycle import BASELINE_WAY, BYSTANDER_CSV, clock
 from tracers.attached import LIVE_LIMIT_S, Process, TracerGone
 from .kit import undo
 from .sites import LIB_BUILD, LIB_MARKER, LIBRARY, Sites, Targets, wait_sites

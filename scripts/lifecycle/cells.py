@@ -10,7 +10,7 @@ import time
 
 import host
 from host import say
-from render.lifecycle import LIFECYCLE_CSV, clock
+from record.lifecycle import LIFECYCLE_CSV, clock
 from tracers import ATTACHED
 from tracers.attached import LIVE_LIMIT_S, POLL_S, Process, TracerGone
 from .kit import undo

@@ -12,7 +12,7 @@ import host
 import leftovers
 import record
 from host import say
-from render.lifecycle import BY_COLUMNS, BYSTANDER_CSV, KIND, LC_COLUMNS, LIFECYCLE_CSV
+from record.lifecycle import BY_COLUMNS, BYSTANDER_CSV, KIND, LC_COLUMNS, LIFECYCLE_CSV
 from tracers import ATTACHED
 from .sites import Targets
 

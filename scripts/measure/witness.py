@@ -52,7 +52,7 @@ def judge(rows):
     read, strings), none changed here.  Only timed runs witness (a
     warm-up is judged, never a witness).  A row found never-fires gets its
     workload's why_silent() words, which may run the user's command once
-    more (measure/silence.py)."""
+    more (silence.py)."""
     out = {}
     by_family = {}
     for i, r in enumerate(rows):

@@ -22,19 +22,18 @@ import statistics
 import configs
 import kernel
 import record
+from record.atlas import ATLAS_FILE, HOST_FOLDER, KIND, WHERE_DIR
 import stats
 from render.formats import Notes, f_interval, f_ins, f_ns, table
 from render import where
 from render.lab import short_kernel
 
-ATLAS_FILE = "atlas.json"  # the atlas's own facts: its tools' suite, its kernels in order
-HOST_FOLDER = "host"  # the host's own make run, in ns
 README = "README.md"
 SPREAD = 0.005  # a traced cell's runs, (max - min) / median per call, that -icount should keep to
 
 
 def is_atlas(folder):
-    return os.path.isfile(os.path.join(folder, ATLAS_FILE))
+    return record.kind_of(folder) == KIND
 
 
 def release_key(release):
@@ -274,7 +273,7 @@ def where_rows(folder):
     """([(kernel head, breakdown)], [(config, kernel head, why not
     measured)]) of the atlas's WHERE=1 labs (where/NAME/), oldest kernel
     first, each with its column head of the main table."""
-    top = os.path.join(folder, where.WHERE_DIR)
+    top = os.path.join(folder, WHERE_DIR)
     got = []
     for name in sorted(os.listdir(top)) if os.path.isdir(top) else []:
         d = os.path.join(top, name)
@@ -328,3 +327,10 @@ def write(folder):
     with open(os.path.join(folder, README), "w") as f:
         f.write(text)
     return text
+
+
+def report(folder, args):
+    """scripts/report.py's for the atlas: its README.md written and its
+    path printed; an exit status."""
+    print(write(folder))
+    return 0

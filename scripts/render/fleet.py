@@ -10,21 +10,23 @@ Nothing to run: scripts/report.py writes it for a fleet folder.
 """
 import json
 import os
+import sys
 
 import configs
 import workloads
+import record
 from record import BadInput, DEFAULT_UNIT, load
+from record.fleet import FLEET_JSON, KIND
 from render.formats import f_overhead, f_x, table
 from render.layout import save
 from render import summary as answers
 from render.summary import per_event
 from stats import analyse
 
-FLEET_JSON = "fleet.json"  # scripts/fleet writes it (its one reader is here)
 
 
 def is_fleet(folder):
-    return os.path.isfile(os.path.join(folder, FLEET_JSON))
+    return record.kind_of(folder) == KIND
 
 
 def hosts(folder):
@@ -164,3 +166,15 @@ def plot_fleet(folder, by_host, units, cheapest):
         fig.tight_layout()
         made.append(save(fig, folder, f"fleet_cost_{unit}.png"))
     return made
+
+
+def report(folder, args):
+    """scripts/report.py's for a fleet folder: summary.md written and
+    printed (ARGS.reference: the host the others are set against); an
+    exit status."""
+    try:
+        print(write(folder, args.reference))
+        return 0
+    except ValueError as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 2

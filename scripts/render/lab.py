@@ -12,14 +12,15 @@ it is given a lab's top folder (lab_folders finds its suites).
 Nothing to run: `python3 scripts/report.py results/<stamp>-lab`, or
 `from render.lab import lab_markdown`.
 """
-import json
 import os
+import sys
 
 import configs
 import record
 import stats
 from configs import BASELINE
 from record import INSTRUCTIONS, timed_for_real
+from record.lab import KIND, suites_of  # noqa: F401  (KIND: report.py's registry)
 from render import lifecycle
 from render.guesttools import tool_lines
 from render.formats import (Notes, f_check, f_ins, f_interval, kernel_facts, runs_cell,
@@ -147,24 +148,7 @@ def lab_markdown(a, lab, meta=None):
 SUMMARY_HEAD = ["suite", "kernel", "SystemTap", "accel", "pre-flight", "rows"]
 
 
-def lab_folders(top):
-    """The suites' results folders of TOP if it is a make lab's top folder
-    (no runs.csv of its own; folders whose meta.json has "lab"), in the
-    order the lab ran them (their "started", which the lab's one suite at
-    a time makes ascending; then by name); [] if it is not one."""
-    if os.path.exists(os.path.join(top, "runs.csv")) or not os.path.isdir(top):
-        return []
-    found = []
-    for name in sorted(os.listdir(top)):
-        meta = os.path.join(top, name, "meta.json")
-        try:
-            with open(meta) as f:
-                m = json.load(f)
-        except (OSError, ValueError):
-            continue
-        if isinstance(m, dict) and "lab" in m:
-            found.append((str(m.get("started") or ""), name))
-    return [os.path.join(top, name) for _, name in sorted(found)]
+lab_folders = suites_of  # (record/lab.py: the lab's top folder)
 
 
 def kernels_table(folders):
@@ -276,3 +260,14 @@ def lab_2011(guests):
             "`stap -F`) beside each guest's, in instructions per event:", "",
             table(["10M calls, 1 thread", "2011 [s]"]
                          + [guest_head(g) for g in guests], body)]
+
+
+def report(folder, args):
+    """scripts/report.py's for a lab's top folder: its summary.md written
+    and printed; an exit status."""
+    suites = lab_folders(folder)
+    if suites:
+        print(summary(folder, suites))
+        return 0
+    print(f"report: {folder}: make lab's folder holds no suite's folder", file=sys.stderr)
+    return 1

@@ -1,6 +1,6 @@
 """render/lifecycle.py: the report of a `make lifecycle` folder (report.md,
-report.json, two log-log plots, and the terminal's answers), and the one
-home of that folder's facts: its kind, its tables and their columns.
+report.json, two log-log plots, and the terminal's answers), from that
+folder's format (record/lifecycle.py: its kind, its tables and their columns).
 
     python3 scripts/report.py results/<stamp>-lifecycle
 
@@ -14,65 +14,19 @@ before (Welch's 95% interval).  Every figure is of the folder's clock
 LIFECYCLE=1's guests, of the guest's under QEMU's -icount, which the
 report says beside each figure and never sets beside the host's.
 """
-import csv
 import json
 import os
 import statistics
 
 import stats
-from record import INSTRUCTIONS, NS
+import record
+from record.lifecycle import BASELINE_WAY, BYSTANDER_CSV, KIND, LIFECYCLE_CSV, clock, rows_of
 from render.formats import kernel_facts
 from render.layout import save
 
-KIND = "lifecycle"  # meta.json's "kind"
-LIFECYCLE_CSV, BYSTANDER_CSV = "lifecycle.csv", "bystander.csv"
-LC_COLUMNS = ["tracer", "path", "sweep", "sites", "procs", "cycle", "counted", "status",
-              "reason", "startup_s", "attach_s", "detach_s", "tracer_kb", "late_covered",
-              "semaphore"]
-BY_COLUMNS = ["way", "tracer", "run", "status", "reason", "trap_in_untraced", "traced_counted",
-              "calls", "wall_ns", "user_ns", "sys_ns"]
-BASELINE_WAY = "untraced"
-# The folders' clocks, by where they ran (clock()): (a time's unit, its
-# thousandth, a call's unit, the plots' axis, what the clock is)
-HOST_CLOCK = ("s", "ms", "ns", "host clock", "Every figure is ns (seconds) of this host's clock.")
-ICOUNT_CLOCK = ("guest s", "guest ms", "instructions", "guest clock, -icount",
-                "Every figure is of the **guest's clock** under QEMU's -icount shift=0 on one "
-                "vCPU: while the guest runs it advances 1 ns a guest instruction; while it "
-                "idles (a grace period waited, a sleep) it jumps to the guest's next timer.  "
-                "So a time here (guest s) is instructions plus the timers waited, and a "
-                "call's cost is in instructions: neither is ever set beside the host's ns.")
-KVM_CLOCK = ("guest s", "guest ms", "guest ns", "guest clock, KVM",
-             "Every figure is ns (seconds) of the guest's clock under KVM: real time, on the "
-             "guest's kernel, never set beside the host's.")
-NO_CLOCK = ("-", "-", "-", "-", "No figures: the guest wrote no lifecycle folder.")
-
-
-def clock(meta):
-    """The clock of META's folder: the host's; a make lab guest's under
-    -icount (unit instructions) or KVM (ns); none where the guest wrote
-    nothing (lifecycle_folder's)."""
-    unit = meta.get("unit")
-    if unit == INSTRUCTIONS:  # (also the guest's own run, before the lab adds "lab")
-        return ICOUNT_CLOCK
-    if not meta.get("lab"):
-        return HOST_CLOCK
-    return KVM_CLOCK if unit == NS else NO_CLOCK
-
 
 def is_lifecycle(folder):
-    try:
-        with open(os.path.join(folder, "meta.json")) as f:
-            return json.load(f).get("kind") == KIND
-    except (OSError, ValueError):
-        return False
-
-
-def rows_of(folder, name):
-    path = os.path.join(folder, name)
-    if not os.path.exists(path):
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    return record.kind_of(folder) == KIND
 
 
 def interval(values):
@@ -410,3 +364,10 @@ def lab_summary(top, folders):
     with open(os.path.join(top, "summary.md"), "w") as f:
         f.write(text)
     return text
+
+
+def report(folder, args):
+    """scripts/report.py's for a lifecycle folder: written and its
+    answers printed; an exit status."""
+    print("\n".join(write(folder)))
+    return 0

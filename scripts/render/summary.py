@@ -15,7 +15,7 @@ import kernel
 from tracers import marker_orders
 import predict
 import workloads
-from measure import silence
+import silence
 from configs import BASELINE, real
 from record import LOSSLESS, OTHERS, STATUSES
 from render.formats import (f_interval, f_ns, f_overhead, f_rate, f_slower, f_x, failure_groups,
@@ -160,7 +160,7 @@ def real_lines(a):
         traced = [x for x in mine if x["tracer"] not in ("none", "")  # (a script: its own lines)
                   and configs.BY_NAME[x["config"]].mode != configs.SCRIPT_MODE]
         ok = sorted((x for x in traced if quotable(x)), key=lambda x: x["overhead"]["mean_ns"])
-        silent = ""  # why the marker never fired, where it did not (measure/silence.py)
+        silent = ""  # why the marker never fired, where it did not (silence.py)
         parts = [f"{x['config']}, no probe: {f_slower(x['overhead'])}" for x in quiet]
         user = base.workload == "user"  # a user's own program: every tracer, its verdict
         verdicts = {p["config"]: p for p in preds if p["threads"] == c["threads"]}

@@ -26,12 +26,11 @@ import re
 import statistics
 
 import configs
-from lab.where import USER, WHERE_CSV
+from record.where import USER, WHERE_CSV
 from record import MEASURED
 from render.formats import f_ins, normalise, table
 from render.layout import DPI
 
-WHERE_DIR = "where"  # the atlas's folder of WHERE=1 labs, one a kernel
 PLOT = "where_by_step.png"
 ADDS_UP = 0.01  # the steps' sum against the target's clock, per event
 # a run's window against its clock: the window lies inside the clock's

@@ -175,7 +175,7 @@ def event_check(rows):
             # a probe by path's hits in other processes, where counted apart (cgroups.py)
             **({"others": sum(o)} if (o := [n for r in rows if (n := num(
                 r.get("events_others"))) is not None]) else {}),
-            # why it never fired, as its first such run's reason says (measure/silence.py)
+            # why it never fired, as its first such run's reason says (silence.py)
             **({"why": next(r["reason"] for r in rows if r["status"] == "never-fires")}
                if verdict == NEVER_FIRES else {})}
 

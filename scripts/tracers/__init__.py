@@ -48,4 +48,10 @@ def marker_orders():
             if b.marker_order != "before"}
 
 
-__all__ = ["ATTACHED", "BACKENDS", "get", "marker_orders", "Events", "RunState", "Tracer", "TracerError"]
+def own_params():
+    """The back-ends' own variables (params.Param rows), beside params.PARAMS
+    in make run's arguments (params.parse_args's EXTRA)."""
+    return [p for t in BACKENDS.values() for p in t.params()]
+
+
+__all__ = ["ATTACHED", "BACKENDS", "get", "marker_orders", "own_params", "Events", "RunState", "Tracer", "TracerError"]

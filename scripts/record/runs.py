@@ -1,12 +1,12 @@
-"""record.py: the row's one author, and the one home of a results
+"""record/runs.py: the row's one author, and the one home of a results
 folder, shared by the runner (measure/, which writes results/<stamp>/),
-the lab (guest/, which appends a guest's rows) and the report (render/,
+the lab (lab/, which appends a guest's rows) and the report (render/,
 which reads them): the columns, the statuses and what each means, the
 target's record and its format, the row builders (a measured, a skipped
 and a failed run's row), the verdict that turns what a tracer saw into a
 status, and the folder's writer (Folder) and reader (load).
 
-Nothing to run; `python3 scripts/record.py` prints the statuses.  Some 520
+Nothing to run; `python3 scripts/record` prints the statuses.  Some 520
 lines, past the house's ~450: the row's whole life (its columns, statuses,
 verdicts and witnesses, the folder's writer and reader) is read in one
 place, and a split would part the columns from the verdict that fills them.
@@ -40,8 +40,11 @@ import host
 # events_seen: cgroups.py; empty where the tracer cannot tell them apart);
 # 13 added meta's "script" (a run of a user's SCRIPT: userscript.record),
 # its copy and its runs' output (logs/*.script.out).
+# 14 added meta's "kind" (record/: each writer's stamp; this one's KIND).
 # Older folders still read.
-FORMAT_VERSION = 13
+FORMAT_VERSION = 14
+KIND = "runs"  # meta.json's "kind" (record.kind_of)
+RUNS_CSV = "runs.csv"
 
 COLUMNS = [
     "started", "config", "build", "tracer", "probe", "action", "threads", "iterations", "rep",
@@ -345,8 +348,9 @@ class Folder:
         self.logs = os.path.join(d, "logs")
         os.mkdir(self.logs)
         self.unit = unit  # every row's, and meta.json's
-        self.meta = {"started": now(), "format_version": FORMAT_VERSION, "unit": unit}
-        self._file = open(os.path.join(d, "runs.csv"), "w", newline="")
+        self.meta = {"kind": KIND, "started": now(), "format_version": FORMAT_VERSION,
+                     "unit": unit}
+        self._file = open(os.path.join(d, RUNS_CSV), "w", newline="")
         self._csv = csv.DictWriter(self._file, COLUMNS)
         self._csv.writeheader()
         self._file.flush()
@@ -368,11 +372,11 @@ class Folder:
         if why:  # the unit is then its rows' (a guest's may be instructions)
             host.say(f"kit: {why}")
             self.meta["torn"] = why  # its environment and inputs are lost, and it says so
-            with open(os.path.join(d, "runs.csv"), newline="") as f:
+            with open(os.path.join(d, RUNS_CSV), newline="") as f:
                 units = [r.get("unit") for r in csv.DictReader(f)]
             self.meta["unit"] = next((u for u in units if u in UNITS), DEFAULT_UNIT)
         self.unit = self.meta.get("unit", DEFAULT_UNIT)
-        self._file = open(os.path.join(d, "runs.csv"), "a", newline="")
+        self._file = open(os.path.join(d, RUNS_CSV), "a", newline="")
         self._csv = csv.DictWriter(self._file, COLUMNS)
         return self
 
@@ -400,7 +404,7 @@ class Folder:
         once (os.replace), or the old one left whole; the file open for
         more rows again whatever happened.  The rows changed."""
         self._file.close()
-        path = os.path.join(self.dir, "runs.csv")
+        path = os.path.join(self.dir, RUNS_CSV)
         tmp = path + f".{os.getpid()}"
         try:
             with open(path, newline="") as f:
@@ -441,7 +445,7 @@ def load(folder):
     warnings = []
     if not os.path.isdir(folder):
         raise BadInput(f"{folder}: no such results folder")
-    path = os.path.join(folder, "runs.csv")
+    path = os.path.join(folder, RUNS_CSV)
     if not os.path.exists(path):
         raise BadInput(f"{path}: missing (is {folder} a results folder of `make run`?)")
     with open(path, newline="") as f:
@@ -515,8 +519,3 @@ def num(text):
         return int(text)
     except (TypeError, ValueError):
         return None
-
-
-if __name__ == "__main__":
-    for s, what in STATUSES.items():
-        print(f"{s:<12} {what}" + (" [lossless]" if s in LOSSLESS else ""))
