@@ -324,7 +324,7 @@ MUTANTS = [
     ("the sweep missing a server whose folder is its working directory", "scripts/workloads.py",
      "uid_of(pid) == owner and cwd_inode(pid) in inodes", "uid_of(pid) == owner and False",
      ["KilledKit"]),
-    ("lifecycle's guest report calling instructions ns", "scripts/render/lifecycle.py",
+    ("lifecycle's guest report calling instructions ns", "scripts/record/lifecycle.py",
      'ICOUNT_CLOCK = ("guest s", "guest ms", "instructions",',
      'ICOUNT_CLOCK = ("guest s", "guest ms", "ns",', ["GuestClock.test_guest_folder_and_summary"]),
     ("a check that asks for root goes unnoticed", "tests/kit_test.py",
