@@ -665,9 +665,9 @@ class GuestTools(unittest.TestCase):
     bpftrace 0.23 -> 0.27 broke every bpftrace row, and nothing said the
     tool had changed: issue 57), and each tracer whose runs in a guest
     failed with none measured, with why.  The lab folders are the 12-02
-    finding's three suites, copied twice, the earlier one's bpftrace set
-    to 0.23.2 by hand."""
-    SRC = os.path.join(ROOT, "docs", "findings", "2026-12-02-python-in-the-lab", "folder")
+    finding's three suites (tests/fixtures/guest-tools/), copied twice, the
+    earlier one's bpftrace set to 0.23.2 by hand."""
+    SRC = os.path.join(ROOT, "tests", "fixtures", "guest-tools", "lab")
 
     def test_versions_changes_and_tracers_with_nothing(self):
         from render import guest, guesttools
