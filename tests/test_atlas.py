@@ -28,7 +28,8 @@ ATLAS_PY = os.path.join(SCRIPTS, "atlas.py")
 # from them is tests/expected/atlas-README.md.
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "atlas", "two-kernels")
 WANT = os.path.join(EXPECTED, "atlas-README.md")
-COMMITTED = os.path.join(ROOT, "docs", "atlas", atlas.README)  # the atlas itself (its folders: git history)
+# The atlas itself (its folders are in git history: docs/atlas.md).
+COMMITTED = os.path.join(ROOT, "docs", "atlas", atlas.README)
 
 
 def main_head(text):
