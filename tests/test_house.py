@@ -1,5 +1,6 @@
 """The house's plan (issue 46), checked from the source: no import circle
-among scripts/' modules.  A circle is a module that, through its imports
+among scripts/' modules (and, issue 60, no link in README.md or docs/ that
+leads nowhere).  A circle is a module that, through its imports
 (at the top or inside a function: both run), imports itself; a module's
 own package is not counted, since Python has it before the module runs.
 
@@ -7,10 +8,11 @@ own package is not counted, since Python has it before the module runs.
 """
 import ast
 import os
+import re
 import tempfile
 import unittest
 
-from kit_test import SCRIPTS
+from kit_test import ROOT, SCRIPTS
 
 
 def modules(top):
@@ -291,6 +293,64 @@ class Sizes(unittest.TestCase):
                 with open(os.path.join(tmp, name), "w") as f:
                     f.write(text)
             self.assertEqual(oversized(tmp), [("big.py", "501 lines"), ("fn.py", "f: 81 lines")])
+
+
+# A markdown link's target: [text](target), the target without spaces.
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def markdown_files(root):
+    """README.md and every .md under ROOT/docs/, relative to ROOT."""
+    out = ["README.md"] if os.path.isfile(os.path.join(root, "README.md")) else []
+    for d, dirs, files in os.walk(os.path.join(root, "docs")):
+        dirs.sort()
+        out += sorted(os.path.relpath(os.path.join(d, f), root)
+                      for f in files if f.endswith(".md"))
+    return out
+
+
+def dangling(root):
+    """[(file, target)] of the relative links in markdown_files(ROOT) whose
+    file or folder is not there (code, fenced or inline, is not read: a
+    command's output may name files it writes)."""
+    found = []
+    for rel in markdown_files(root):
+        with open(os.path.join(root, rel)) as f:
+            text = f.read()
+        text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+        text = re.sub(r"`[^`\n]*`", "", text)
+        for target in LINK.findall(text):
+            path = target.split("#")[0]
+            if not path or re.match(r"[a-z][a-z0-9+.-]*:", path):  # an anchor alone, a URL
+                continue
+            if not os.path.exists(os.path.join(root, os.path.dirname(rel), path)):
+                found.append((rel, target))
+    return found
+
+
+class DocLinks(unittest.TestCase):
+    def test_none_dangles(self):
+        """Every relative link in README.md and docs/ leads to a file or
+        folder that is there (the run folders once in docs/ left git for
+        its history, issue 60: a link to one would lead nowhere)."""
+        self.assertEqual(dangling(ROOT), [])
+
+    def test_the_check_finds_them(self):
+        """Hand-made: a link to a file that is not there, and one up out of
+        docs/ to one that is not, are found; a link that is there (file,
+        folder, with its anchor), a URL, an anchor alone and a link in
+        code are not."""
+        files = {"README.md": "[a](docs/a.md) [gone](docs/gone.md) [w](https://x.org/y)\n",
+                 "docs/a.md": "[d](sub/) [b](sub/b.md#top) [here](#x) [up](../README.md)\n"
+                              "`[c](code.md)`\n```\n[f](fenced.md)\n```\n[up](../none.py)\n",
+                 "docs/sub/b.md": "[a](../a.md)\n"}
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, text in files.items():
+                os.makedirs(os.path.dirname(os.path.join(tmp, name)), exist_ok=True)
+                with open(os.path.join(tmp, name), "w") as f:
+                    f.write(text)
+            self.assertEqual(dangling(tmp), [("README.md", "docs/gone.md"),
+                                             ("docs/a.md", "../none.py")])
 
 
 if __name__ == "__main__":

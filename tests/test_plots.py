@@ -16,9 +16,11 @@ from render import layout, plots
 
 # Real runs, each once unreadable: 1320 x 8536 px (threads 1-8), 1320 x
 # 3620 px (the default run), 1320 x 4802 px (the default with real programs).
-FINDINGS = os.path.join(ROOT, "docs", "findings")
-THREADS_1_8 = os.path.join(FINDINGS, "2026-12-01-stein-runs", "warm-threads-1-8")
-REAL_PROGRAMS = os.path.join(FINDINGS, "2026-12-02-make-run-with-real-programs", "warm-default")
+# The two besides docs/example are cut to every cell's first one or two runs of
+# each status (tests/fixtures/plots/README.md): the same cells, verdicts and PNG sizes.
+PLOTS = os.path.join(ROOT, "tests", "fixtures", "plots")
+THREADS_1_8 = os.path.join(PLOTS, "threads-1-8")
+REAL_PROGRAMS = os.path.join(PLOTS, "real-programs")
 
 TALLEST_PX = 2000  # pixels: issue 47's bound on every PNG's height
 REPORT_KB = 80  # KiB: issue 47's bound on report.md

@@ -10,7 +10,7 @@ import shutil
 import tempfile
 import unittest
 
-from kit_test import (EXAMPLE, FIXTURES, REPORT_PY, ROOT, cells, fixture, golden,
+from kit_test import (EXAMPLE, EXPECTED, FIXTURES, REPORT_PY, ROOT, cells, fixture, golden,
                       report_text, run, unavailable)
 import kernel
 import record
@@ -60,10 +60,11 @@ class Golden(unittest.TestCase):
             self.assertLessEqual(max(map(len, out)), summary.WIDTH)
 
     def test_example_is_current(self):
-        """docs/example, a real default run README quotes, has the report
-        and tables today's report.py writes from its runs.csv and
-        meta.json (after a change to the report: python3 scripts/report.py
-        docs/example)."""
+        """docs/example, a real default run README quotes: the report and
+        tables today's report.py writes from its runs.csv and meta.json are
+        tests/expected/example-report.md and example-tables.md (after a
+        change to the report: python3 scripts/report.py docs/example, and
+        its report.md and tables.md copied there)."""
         with tempfile.TemporaryDirectory() as tmp:
             d = os.path.join(tmp, "example")
             os.mkdir(d)
@@ -71,8 +72,8 @@ class Golden(unittest.TestCase):
                 shutil.copy(os.path.join(EXAMPLE, f), d)
             r = run(["python3", REPORT_PY, d])
             self.assertEqual(r.returncode, 0, r.stderr)
-            self.same_as_golden(d, os.path.join(EXAMPLE, "report.md"),
-                                os.path.join(EXAMPLE, "tables.md"))
+            self.same_as_golden(d, os.path.join(EXPECTED, "example-report.md"),
+                                os.path.join(EXPECTED, "example-tables.md"))
         out = r.stdout.splitlines()
         self.assertLessEqual(len(out), summary.LINES + 3)
         self.assertLessEqual(max(map(len, out)), summary.WIDTH)
@@ -666,9 +667,9 @@ class GuestTools(unittest.TestCase):
     bpftrace 0.23 -> 0.27 broke every bpftrace row, and nothing said the
     tool had changed: issue 57), and each tracer whose runs in a guest
     failed with none measured, with why.  The lab folders are the 12-02
-    finding's three suites, copied twice, the earlier one's bpftrace set
-    to 0.23.2 by hand."""
-    SRC = os.path.join(ROOT, "docs", "findings", "2026-12-02-python-in-the-lab", "folder")
+    finding's three suites (tests/fixtures/guest-tools/), copied twice, the
+    earlier one's bpftrace set to 0.23.2 by hand."""
+    SRC = os.path.join(ROOT, "tests", "fixtures", "guest-tools", "lab")
 
     def test_versions_changes_and_tracers_with_nothing(self):
         from render import guesttools, lab as render_lab
