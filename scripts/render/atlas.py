@@ -264,7 +264,7 @@ def kernels_line(guests, hst, own):
     head = ["column", "kernel", "folder", "tools", "SystemTap", "module pre-flight", "rows"]
     return ([f"Every configuration under Debian {own.get('tools', '?')}'s tools on each "
              "kernel, THREADS=" + ",".join(map(str, own.get("threads", []))) + ", made by "
-             "`make atlas` (scripts/atlas.py) and written by `python3 scripts/report.py "
+             "`make atlas` (scripts/atlas) and written by `python3 scripts/report.py "
              "docs/atlas` from the folders beside this file.", "", table(head, body)]
             + notes.lines())
 

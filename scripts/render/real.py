@@ -28,7 +28,7 @@ def real_markdown(a):
              "thread count ([docs/real-programs.md](../../docs/real-programs.md)).  Per event: "
              "the extra time a call over the events a call by the tracer's count (and over "
              "the threads where they take turns).  Untraced rate: the events a call times "
-             "the untraced calls a second.  Checked (each status as `python3 scripts/record.py` "
+             "the untraced calls a second.  Checked (each status as `python3 scripts/record` "
              "prints it): `ok`, the program's own count; `agreed`, a witness's, the row's "
              "reason naming it; `MISMATCH`, a count that differs; `NEVER FIRES`, 0 events "
              "by the tracer and its witness (a finding: no price, the reason below); "
