@@ -4,8 +4,8 @@ modules the guest's root needs (virtio_pci, virtio_blk and ext4, with
 what modprobe loads before them, in its order, decompressed).
 
 Why: Debian's initramfs (dracut with systemd, some 40 MB) took about 30
-of a guest's 45 s to userspace under TCG, on every boot (tests/test_lab.py
-boots some twenty).  The guest's init then runs as it did after dracut's
+of a guest's 45 s to userspace under TCG, on every boot (tests/test_lab*.py
+boot some twenty).  The guest's init then runs as it did after dracut's
 switch_root: root mounted read-write, /dev a devtmpfs.  Where this one
 cannot be made (no static C library, a module modprobe does not list),
 the lab says why in one line and boots Debian's own.  Seen booting:
