@@ -25,7 +25,7 @@ from kit_test import ROOT, need_root, report_text, run, unavailable
 from test_lab import LAB_PY, lab_run, lab_state
 import configs
 import record
-import report
+import stats
 from lab import suite
 from lab.init import LAB_RUNS, QUICK_ITER
 from render import lifecycle as render_lifecycle
@@ -212,7 +212,7 @@ class Icount(unittest.TestCase):
         self.assertTrue(meta["lab"]["icount"])
         self.assertEqual({x["unit"] for x in rows}, {"instructions"})
         self.assertIn("overhead [instructions/event]: mean [95% CI]", report_text(folder))
-        cells = {(c["config"], c["threads"]): c for c in report.analyse(rows, meta)["cells"]}
+        cells = {(c["config"], c["threads"]): c for c in stats.analyse(rows, meta)["cells"]}
         return cells
 
     def test_one_instruction_and_two_boots(self):
