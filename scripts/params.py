@@ -443,7 +443,7 @@ def parse_args(argv, extra=()):
 def from_env(name):
     """Variable NAME as the environment gives it, by its parser (exit 2
     naming it and its range), else its default: for a command without a
-    parser of its own (the suite, make lava's job)."""
+    parser of its own (the suite, scripts/lava.py's job)."""
     par = BY_NAME[name]
     text = os.environ.get(name)
     if text is None:

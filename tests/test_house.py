@@ -15,6 +15,13 @@ import unittest
 from kit_test import ROOT, SCRIPTS
 
 
+def plant(top, files):
+    """A hand-made tree under TOP: FILES, {path: text}."""
+    for name, text in files.items():
+        os.makedirs(os.path.dirname(os.path.join(top, name)), exist_ok=True)
+        with open(os.path.join(top, name), "w") as f:
+            f.write(text)
+
 def modules(top):
     """{dotted name: path} of every .py under TOP (a package's __init__.py
     is the package's own name)."""
@@ -123,10 +130,7 @@ class ImportCircles(unittest.TestCase):
             "s/u.py": "",
         }
         with tempfile.TemporaryDirectory() as tmp:
-            for name, text in files.items():
-                os.makedirs(os.path.dirname(os.path.join(tmp, name)), exist_ok=True)
-                with open(os.path.join(tmp, name), "w") as f:
-                    f.write(text)
+            plant(tmp, files)
             self.assertEqual(circles(imports(tmp)), [["a", "b", "c"], ["p.q", "p.r"]])
 
 
@@ -193,10 +197,7 @@ class Floors(unittest.TestCase):
             "record/lab.py": "import lab.merge\n",
         }
         with tempfile.TemporaryDirectory() as tmp:
-            for name, text in files.items():
-                os.makedirs(os.path.dirname(os.path.join(tmp, name)), exist_ok=True)
-                with open(os.path.join(tmp, name), "w") as f:
-                    f.write(text)
+            plant(tmp, files)
             self.assertEqual(arrows_back_up(tmp), [
                 ("fleet.inputs", "run", "a door is imported"),
                 ("lifecycle.kit", "render", "a wing imports render/"),
@@ -244,10 +245,7 @@ class OneHomePerTracer(unittest.TestCase):
                  "tracers/z.py": "class Attached:\n    def start(self): pass\n"
                                  "    def ready(self): pass\n    def stop(self): pass\n"}
         with tempfile.TemporaryDirectory() as tmp:
-            for name, text in files.items():
-                os.makedirs(os.path.dirname(os.path.join(tmp, name)), exist_ok=True)
-                with open(os.path.join(tmp, name), "w") as f:
-                    f.write(text)
+            plant(tmp, files)
             self.assertEqual(tracer_classes(tmp), [("x.py", "T")])
 
 
@@ -289,9 +287,7 @@ class Sizes(unittest.TestCase):
                  "said.py": f'"""said: {REASON}, because."""\n' + "y = 1\n" * 500,
                  "fn.py": "def f():\n" + long_body}
         with tempfile.TemporaryDirectory() as tmp:
-            for name, text in files.items():
-                with open(os.path.join(tmp, name), "w") as f:
-                    f.write(text)
+            plant(tmp, files)
             self.assertEqual(oversized(tmp), [("big.py", "501 lines"), ("fn.py", "f: 81 lines")])
 
 
@@ -345,10 +341,7 @@ class DocLinks(unittest.TestCase):
                               "`[c](code.md)`\n```\n[f](fenced.md)\n```\n[up](../none.py)\n",
                  "docs/sub/b.md": "[a](../a.md)\n"}
         with tempfile.TemporaryDirectory() as tmp:
-            for name, text in files.items():
-                os.makedirs(os.path.dirname(os.path.join(tmp, name)), exist_ok=True)
-                with open(os.path.join(tmp, name), "w") as f:
-                    f.write(text)
+            plant(tmp, files)
             self.assertEqual(dangling(tmp), [("README.md", "docs/gone.md"),
                                              ("docs/a.md", "../none.py")])
 
