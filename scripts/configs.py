@@ -417,7 +417,7 @@ CONFIGS = [
       for ext, t in SCRIPT_KINDS.items()],
 
     # A user's program (make run TARGET=... PROBE=provider:name WORKLOAD='...'):
-    # the marker is PROBE's (workloads.set_user), probed by path, its
+    # the marker is PROBE's (workloads.user), probed by path, its
     # semaphore raised where it has one (SystemTap's bpf runtime raises none:
     # for user-stap glibc's loader raises it in each of the command's
     # processes, Command.exec_env); the command keeps no count,

@@ -105,8 +105,8 @@ NEEDS = {"lava_common": "lava-common", "lava-run": "lava-dispatcher", "yaml": "p
 
 def reexec_for_lava(argv):
     """Runs this again under Debian's python3 where this interpreter has
-    no lava_common (a pyenv python3 first on PATH), as report.py does for
-    matplotlib."""
+    no lava_common (a pyenv python3 first on PATH), as the report does for
+    matplotlib (render/runs.py)."""
     if importlib.util.find_spec("lava_common") is None:
         deb = "/usr/bin/python3"
         if os.path.realpath(sys.executable) != os.path.realpath(deb) and os.path.exists(deb) \

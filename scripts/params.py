@@ -21,11 +21,10 @@ from dataclasses import dataclass
 
 import configs
 import elfinfo
-import record
-import workloads
-
 import kitlock
+import record
 import userscript
+import workloads
 from host import ROOT
 
 MAX_THREADS = 1024  # as in src/benchmark.c
@@ -237,9 +236,10 @@ def command_line(text):
 
 def check_user(a, error):
     """TARGET, PROBE and WORKLOAD: all three or none; PROBE one of TARGET's
-    markers (the error lists them); then the user-* rows and the loop's
-    (configs.USER_LOOP: what the answer's prediction needs) are the run's
-    CONFIGS unless CONFIGS was given."""
+    markers (the error lists them); then A.user the run's own workload
+    (workloads.user), and the user-* rows and the loop's (configs.USER_LOOP:
+    the prediction's) the run's CONFIGS unless CONFIGS was given."""
+    a.user = None
     given = [n for n in ("target", "probe", "workload") if getattr(a, n)]
     if not given:
         return
@@ -251,7 +251,7 @@ def check_user(a, error):
     if (provider, marker) not in have:
         error(f"PROBE '{a.probe}' is not allowed: {a.target} has no such marker; it has "
               + ", ".join(f"{p}:{m}" for p, m in sorted(have)))
-    workloads.set_user(a.target, provider, marker, a.workload)
+    a.user = workloads.user(a.target, provider, marker, a.workload)
 
 
 def one_of(name, *allowed):

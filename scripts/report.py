@@ -8,7 +8,7 @@ meta.json's stamp (record.kind_of).
     python3 scripts/report.py results/A --guest results/B-lab/sid  # a guest's 2011 column
     python3 scripts/report.py results/B-lab         # a lab: each suite, and summary.md
     python3 scripts/report.py results/C-fleet       # a fleet: every host, one table (summary.md)
-    python3 scripts/report.py docs/atlas            # the atlas: its README.md from its folders
+    python3 scripts/report.py docs/atlas            # the atlas: its README.md from its folders (docs/atlas.md: where they are)
     python3 scripts/report.py results/C-fleet --reference HOST   # the others against HOST
     python3 scripts/report.py results/D-lifecycle   # make lifecycle's attach, detach, bystanders
     make report RESULTS='results/A results/B'

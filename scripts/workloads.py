@@ -349,11 +349,15 @@ def shm_free(key, shmid):
     return False
 
 
+USER = "user"  # the user-* rows' workload (configs: workload="user")
+
+
 class Command(Workload):
     """A user's program (TARGET), its marker (PROBE) and a command of theirs
     (WORKLOAD) that makes it fire: src/workloads/command.py runs THREADS
-    copies of the command at once, ITER times each.  Set by set_user()
-    from the runner's inputs; until then it names no program."""
+    copies of the command at once, ITER times each.  The registry's names
+    no program; a run's own is made by user() from its inputs and held on
+    them (params.check_user: args.user), and get(name, args) gives it."""
 
     def unavailable(self):
         if not self.program:
@@ -413,11 +417,12 @@ class Command(Workload):
         return out
 
 
-def set_user(target, provider, marker, command):
-    """The user workload, from TARGET, PROBE (PROVIDER:MARKER) and WORKLOAD
-    (COMMAND, its words): the user-* rows' (params.check_user)."""
-    WORKLOADS["user"] = dataclasses.replace(WORKLOADS["user"], program=target, provider=provider,
-                                            marker=marker, command=tuple(command))
+def user(target, provider, marker, command):
+    """A run's own user workload, from TARGET, PROBE (PROVIDER:MARKER) and
+    WORKLOAD (COMMAND, its words), for the user-* rows: held on the run's
+    inputs (params.check_user), the registry's left as it is."""
+    return dataclasses.replace(WORKLOADS[USER], program=target, provider=provider,
+                               marker=marker, command=tuple(command))
 
 
 class Python(Workload):
@@ -480,7 +485,7 @@ WORKLOADS = {w.name: w for w in (
              figures=(("tps", "pgbench's tps [transactions/s]", True),
                       ("latency_ms", "pgbench's latency [ms]", False)),
              threads_are="pgbench clients, each its own backend, all on one CPU"),
-    Command("user", "", (sys.executable, os.path.join(ROOT, "src", "workloads", "command.py")),
+    Command(USER, "", (sys.executable, os.path.join(ROOT, "src", "workloads", "command.py")),
             "", "", "your TARGET, PROBE and WORKLOAD (make run TARGET=... PROBE=... "
             "WORKLOAD=...), THREADS copies of the command at once, ITER runs each",
             by_path=True, warmup_iter=1, max_iter=1000, floor_iter=1, call="run",
@@ -489,7 +494,12 @@ WORKLOADS = {w.name: w for w in (
 )}
 
 
-def get(name):
+def get(name, inputs=None):
+    """Workload NAME: a user's (USER) is the run's own where INPUTS (the
+    runner's arguments) hold one (user()), else the registry's, which
+    names no program."""
+    if name == USER and getattr(inputs, "user", None) is not None:
+        return inputs.user
     return WORKLOADS[name]
 
 

@@ -70,7 +70,7 @@
 #define TRACE_AFTER() ((void)0)
 #endif
 
-/* The record's "format" (scripts/record.py TARGET_FORMAT reads it): the
+/* The record's "format" (scripts/record/runs.py TARGET_FORMAT reads it): the
  * runner parses a record by it, and a change of its fields changes it. */
 #define RECORD_FORMAT "kit-target-record/1"
 #define MAX_THREADS 1024

@@ -33,12 +33,13 @@ class PutKit(unittest.TestCase):
     """The kit put in a guest's root file system leaves build/'s own root
     file systems out (host.ROOT_FILE_SYSTEMS): make test-userland's trixie
     root, copied in with its /dev/full read as a file, filled the disk
-    (74 GB, 2026-12-05); its builds and sources go in."""
+    (74 GB, 2026-12-05); its builds and sources go in, make lab's wing
+    (scripts/lab/, which lava.py imports in the guest) too."""
 
     def test_no_root_file_system_inside(self):
         with tempfile.TemporaryDirectory() as repo, tempfile.TemporaryDirectory() as rootfs:
             for f in ("src/benchmark.c", "build/benchmark-sdt", "build/userland/trixie/x",
-                      "build/lab/sid/rootfs/y", "results/z"):
+                      "build/lab/sid/rootfs/y", "results/z", "scripts/lab/suite.py"):
                 os.makedirs(os.path.dirname(os.path.join(repo, f)), exist_ok=True)
                 open(os.path.join(repo, f), "w").close()
             old = suite.ROOT
@@ -50,7 +51,7 @@ class PutKit(unittest.TestCase):
             kit = os.path.join(rootfs, common.GUEST_KIT.lstrip("/"))
             got = sorted(os.path.relpath(os.path.join(d, f), kit)
                          for d, _, fs in os.walk(kit) for f in fs)
-        self.assertEqual(got, ["build/benchmark-sdt", "src/benchmark.c"])
+        self.assertEqual(got, ["build/benchmark-sdt", "scripts/lab/suite.py", "src/benchmark.c"])
 
 
 class WordLists(unittest.TestCase):

@@ -398,25 +398,33 @@ class UserTimings(unittest.TestCase):
             path = os.path.join(d, "timings.json")
             a = params.parse_args(["--timings", path])
             lib = "/lib/x86_64-linux-gnu/libstdc++.so.6"
-            keep = workloads.WORKLOADS["user"]
-            try:
-                workloads.set_user(lib, "libstdcxx", "throw", ["build/throw", "0"])
-                zero = plan.keyed("user-ftrace")
-                self.assertTrue(zero.startswith("user-ftrace "), zero)
-                self.assertEqual(plan.keyed("ftrace-sdt"), "ftrace-sdt")
-                with open(path, "w") as f:
-                    json.dump({zero: {"ns_per_call": {"1": 3e6}}, "ftrace-sdt":
-                               {"ns_per_call": {"1": 5000.0}}}, f)
-                cells = [("user-ftrace", 1, params.TIGHT), ("ftrace-sdt", 1, params.TIGHT)]
-                args = (lambda n: True, lambda n, t, ns: 0.1, lambda n: 1)
-                self.assertEqual(plan.Plan(a, cells, *args).cached("user-ftrace", 1), 3e6)
-                workloads.set_user(lib, "libstdcxx", "throw", ["build/throw", "100000"])
-                self.assertNotEqual(plan.keyed("user-ftrace"), zero)
-                p = plan.Plan(a, cells, *args)
-                self.assertIsNone(p.cached("user-ftrace", 1))
-                self.assertEqual(p.cached("ftrace-sdt", 1), 5000.0)
-            finally:
-                workloads.WORKLOADS["user"] = keep
+            a.user = workloads.user(lib, "libstdcxx", "throw", ["build/throw", "0"])
+            zero = plan.keyed("user-ftrace", a)
+            self.assertTrue(zero.startswith("user-ftrace "), zero)
+            self.assertEqual(plan.keyed("ftrace-sdt", a), "ftrace-sdt")
+            with open(path, "w") as f:
+                json.dump({zero: {"ns_per_call": {"1": 3e6}}, "ftrace-sdt":
+                           {"ns_per_call": {"1": 5000.0}}}, f)
+            cells = [("user-ftrace", 1, params.TIGHT), ("ftrace-sdt", 1, params.TIGHT)]
+            args = (lambda n: True, lambda n, t, ns: 0.1, lambda n: 1)
+            self.assertEqual(plan.Plan(a, cells, *args).cached("user-ftrace", 1), 3e6)
+            a.user = workloads.user(lib, "libstdcxx", "throw", ["build/throw", "100000"])
+            self.assertNotEqual(plan.keyed("user-ftrace", a), zero)
+            p = plan.Plan(a, cells, *args)
+            self.assertIsNone(p.cached("user-ftrace", 1))
+            self.assertEqual(p.cached("ftrace-sdt", 1), 5000.0)
+
+    def test_held_on_the_runs_inputs(self):
+        """TARGET, PROBE and WORKLOAD make the run's own user workload, on
+        its inputs (args.user); the registry's names no program still."""
+        import workloads
+        sdt = build("sdt")
+        a = params.parse_args(["--target", sdt, "--probe", "benchmark:single_trace",
+                               "--workload", f"{sdt} --threads 1 --iterations 10 --quiet"])
+        self.assertEqual((a.user.program, a.user.marker), (sdt, "single_trace"))
+        self.assertIs(workloads.get("user", a), a.user)
+        self.assertEqual(workloads.get("user").program, "")
+        self.assertIsNone(params.parse_args([]).user)
 
 
 class Paced(StateTest):

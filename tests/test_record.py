@@ -1,4 +1,4 @@
-"""The row's verdict (scripts/record.py): what a tracer saw -> a status,
+"""The row's verdict (scripts/record/runs.py): what a tracer saw -> a status,
 for every case, written out beside the test."""
 import os
 import unittest

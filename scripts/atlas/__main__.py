@@ -8,7 +8,7 @@ default, committed) whose README.md is the report's own output.
     make atlas ATLAS_KERNELS=trixie,sid        # some kernels only (the others already there stay)
     make atlas ATLAS_KERNELS=+experimental     # one more kernel in an existing atlas
     make atlas ATLAS_FRESH=1                   # measure again what is already there
-    python3 scripts/report.py docs/atlas       # the atlas's tables again, from its folders
+    python3 scripts/report.py docs/atlas       # the atlas's tables again, from its folders (docs/atlas.md)
 
 Each kernel is `make lab LAB=TOOLS:KERNEL` (scripts/lab: sid's root
 file system, tools and SystemTap, with the kernel and headers of the suite

@@ -73,9 +73,13 @@ def put_kit(rootfs, suite_dir, timings=None):
     shutil.rmtree(dst, ignore_errors=True)
     # Not the host's timings.json: a guest sizes its runs by its own
     # (one file per unit, kept in build/lab/SUITE/ between labs).
-    skip = shutil.ignore_patterns(*host.ROOT_FILE_SYSTEMS, "results", ".git",
-                                  leftovers.SCRATCH_GLOB, "stap-kernel", "perf-buildid", "*.pyc",
-                                  "timings.json")
+    anywhere = shutil.ignore_patterns("results", ".git", leftovers.SCRATCH_GLOB, "stap-kernel",
+                                      "perf-buildid", "*.pyc", "timings.json")
+    build = os.path.join(ROOT, "build")
+
+    def skip(d, names):  # build/'s root file systems, not the wing scripts/lab/
+        return anywhere(d, names) | (set(host.ROOT_FILE_SYSTEMS) & set(names)
+                                     if os.path.realpath(d) == os.path.realpath(build) else set())
     shutil.copytree(ROOT, dst, ignore=skip, symlinks=True)
     os.makedirs(os.path.join(dst, "results"), exist_ok=True)
     for t in glob.glob(os.path.join(suite_dir, TIMINGS.format("*"))) if timings is None else timings:

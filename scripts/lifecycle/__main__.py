@@ -53,7 +53,7 @@ from lifecycle.cells import lifecycle_cells, run_cell  # noqa: E402
 from lifecycle.inputs import BYSTANDER_ONLY, PARAMS, available, parse_args, prepare  # noqa: E402
 from lifecycle.kit import Kit  # noqa: E402
 from host import ROOT, Interrupted, say  # noqa: E402
-from tracers import tracefs  # noqa: E402
+from tracers import ATTACHED, tracefs  # noqa: E402
 
 
 def main(argv=None):
@@ -87,8 +87,7 @@ def main(argv=None):
                     kit.meta["skipped"][name] = why
                 else:
                     tracers.append(name)
-                    kit.meta["tracers"][name] = host.first_line(
-                        [name, "--version"] if name != "ftrace" else ["uname", "-r"])
+                    kit.meta["tracers"][name] = ATTACHED[name].version()
             kit.write_meta()
             t0 = time.monotonic()
             for name in [t for t in tracers if t not in BYSTANDER_ONLY]:

@@ -62,12 +62,9 @@ def bystander_way(kit, way, name, kw):
                              trap_in_untraced="yes" if trap else "no", calls=th["calls"],
                              wall_ns=th["wall_ns"], user_ns=th["user_ns"], sys_ns=th["sys_ns"]))
         if t:
-            if name == "ftrace":
-                counted = t.recorded()
-                killed = kit.stop_tracer(t, kit.args.detach_limit_s)
-            else:
-                killed = kit.stop_tracer(t, kit.args.detach_limit_s)
-                counted = sum(t.counts().values())
+            counted = t.total() if t.COUNTS_LIVE else None
+            killed = kit.stop_tracer(t, kit.args.detach_limit_s)
+            counted = t.total() if counted is None else counted
             for r in rows:
                 r["traced_counted"] = counted
                 if killed:

@@ -65,7 +65,7 @@ def cycle(kit, name, sweep, build, nsites, nprocs, index):
         recs = targets.release(everyone)
         if any(r is None for r in recs):
             raise TracerGone("a target ended without its record")
-        before = t.counts() if name == "ftrace" else None
+        before = t.counts() if t.COUNTS_LIVE else None
         t1 = time.monotonic()
         killed = kit.stop_tracer(t, kit.args.detach_limit_s)
         limit = GONE_S + GONE_PER_SITE_S * nsites

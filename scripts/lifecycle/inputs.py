@@ -51,7 +51,7 @@ def names_of(name, allowed):
 
 
 TRACERS = tuple(ATTACHED)  # the back-ends' Attached classes (tracers/attached.py)
-BYSTANDER_ONLY = {"stap"}  # its target() is a bystander way; it runs no lifecycle sweep
+BYSTANDER_ONLY = {n for n, a in ATTACHED.items() if not a.SWEEPS}  # (a bystander way only)
 Param = params.Param
 PARAMS = [
     Param("PROBES", counts_of("PROBES", site_builds()), sorted(site_builds()),

@@ -47,8 +47,8 @@ class Run:
         self.miss = kit.args.miss
         self.duration_ms = max(1, round(kit.args.duration * 1000))
         # The ELF the probes go on: the kit's target, or a workload's program.
-        self.workload = workloads.get(cfg.workload) if cfg.workload else None
-        if self.workload and self.workload.marker:  # the user's PROBE (set_user)
+        self.workload = workloads.get(cfg.workload, kit.args) if cfg.workload else None
+        if self.workload and self.workload.marker:  # the user's PROBE (workloads.user)
             self.cfg = cfg = dataclasses.replace(cfg, marker=self.workload.marker)
         if cfg.mode == configs.SCRIPT_MODE:  # the user's SCRIPT (userscript.py)
             self.cfg = cfg = dataclasses.replace(cfg, script=kit.args.script)
@@ -125,7 +125,7 @@ class Kit:
         whose `stopped` JUDGE(row) fills (why the cell runs no more, or
         ''), and returns (row, record.Timing)."""
         tracer = tracers.get(cfg.tracer)
-        w = workloads.get(cfg.workload) if cfg.workload else None
+        w = workloads.get(cfg.workload, self.args) if cfg.workload else None
         if w and iterations > w.max_iter:  # a transaction, not a call: QUICK's ITER, say
             iterations, sized_by = w.max_iter, f"{sized_by}, at most {w.name}'s {w.max_iter}"
         cap = rate == TIGHT and tracer.max_iter(cfg, threads)  # a tracer's known limit
@@ -162,8 +162,9 @@ class Kit:
         finally:
             shutil.rmtree(run.scratch, ignore_errors=True)
             timing.elapsed_s = time.monotonic() - t0
-        if row["status"] == "never-fires" and w and w.why_silent():  # detached; not timed
-            row["reason"] += "; " + w.why_silent()
+        silent = row["status"] == "never-fires" and w and w.why_silent()  # detached; not timed
+        if silent:  # (once: it runs the user's command again)
+            row["reason"] += "; " + silent
         if judge:
             row["stopped"] = judge(row)
         self.folder.write(row)

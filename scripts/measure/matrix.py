@@ -80,9 +80,9 @@ def prepare(args, wanted):
     skip = {}
     for cfg in args.configs:
         t = tracers.get(cfg.tracer)
-        why = t.available() or t.skip_reason(cfg)
-        if not why and cfg.workload:
-            w = workloads.get(cfg.workload)
+        w = workloads.get(cfg.workload, args) if cfg.workload else None
+        why = t.available() or t.skip_reason(cfg, w)
+        if not why and w:
             why = (workloads.unavailable(w, w.marker or cfg.marker, cfg.semaphores)
                    or t.path_problem(w.program)
                    or ("MISS is the kit's own target's (its kit_decoy())" if args.miss else None)
@@ -128,7 +128,7 @@ def measure(kit, args, wanted, skip):
             runnable = [c for c in runnable if c.tracer != name]
     matrix(kit, args, runnable)
     check_signalled()  # one that came during the last run
-    n = kit.folder.rejudge(witness.judge)
+    n = kit.folder.rejudge(lambda rows: witness.judge(rows, args))
     if n:
         say(f"run: {n} rows of real programs judged against the other tracers' counts "
             "(measure/witness.py)")
@@ -141,7 +141,7 @@ def preflight(kit, args, runnable):
     row, the family's other rows are skipped saying so, and none of it runs
     traced.  RUNNABLE, less that family then."""
     for c in [c for c in runnable if c.workload and configs.is_baseline(c.name)
-              and workloads.get(c.workload).command]:
+              and workloads.get(c.workload, args).command]:
         say(f"[pre-flight] {c.name}: the workload once, untraced")
         row, _ = kit.run_one(c, 1, 1, 0, sized_by="pre-flight: WORKLOAD once, untraced")
         if row["status"] not in record.MEASURED:

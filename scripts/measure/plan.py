@@ -223,6 +223,6 @@ def keyed(name, args=None):
     user's command (make run TARGET=...), the command's own key too; for
     a row of a user's script (ARGS' SCRIPT), the script's (its text)."""
     c = configs.BY_NAME.get(name)
-    return name + (workloads.get(c.workload).timing_key() if c and c.workload else "") + (
+    return name + (workloads.get(c.workload, args).timing_key() if c and c.workload else "") + (
         userscript.timing_key(args.script) if c and c.mode == configs.SCRIPT_MODE
         and getattr(args, "script", "") else "")

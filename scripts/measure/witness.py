@@ -46,13 +46,13 @@ def count(text):
     return record.num(text)
 
 
-def judge(rows):
+def judge(rows, inputs=None):
     """{index in ROWS: (status, reason, events expected)} for the rows the
     other tracers' counts witness; ROWS are a folder's runs.csv rows (as
     read, strings), none changed here.  Only timed runs witness (a
     warm-up is judged, never a witness).  A row found never-fires gets its
-    workload's why_silent() words, which may run the user's command once
-    more (silence.py)."""
+    workload's why_silent() words (INPUTS: the run's, which hold a user's
+    workload), which may run the user's command once more (silence.py)."""
     out = {}
     by_family = {}
     for i, r in enumerate(rows):
@@ -86,8 +86,9 @@ def judge(rows):
             if not others:
                 continue
             out[i] = against(r, seen, calls, others, call)
-            if out[i][0] == "never-fires" and workloads.get(f[0]).why_silent():
-                out[i] = (out[i][0], out[i][1] + "; " + workloads.get(f[0]).why_silent(),
+            silent = out[i][0] == "never-fires" and workloads.get(f[0], inputs).why_silent()
+            if silent:
+                out[i] = (out[i][0], out[i][1] + "; " + silent,
                           out[i][2])
     return out
 

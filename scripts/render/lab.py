@@ -1,4 +1,4 @@
-"""guest.py: everything the report says about a guest of make lab: its
+"""render/lab.py: everything the report says about a guest of make lab: its
 section (kernel, tools, accelerator, pre-flight; instructions per event
 under QEMU's -icount, else counts and statuses only; its probe sites),
 its column of the 2011 table, in guest instructions, a unit never

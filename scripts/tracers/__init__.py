@@ -5,7 +5,8 @@
                      attached; TracerError if told to run a way it cannot
     describe()       a line for the report's environment, or None
     available()      None if it can run here, else a one-line reason
-    skip_reason(cfg) why one configuration cannot run here, or None
+    skip_reason(cfg, workload=None)  why one configuration cannot run here (WORKLOAD: its
+                     real program's, as the run holds it), or None
     setup(log)       once before the matrix: mounts, daemons (only if missing)
     attach(run)      before the target starts: define probes, start sessions
     wrap(run, cmd)   the command line that starts the target (a tracer such

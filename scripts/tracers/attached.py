@@ -21,7 +21,12 @@ The verbs:
                  None where the tracer does not tell them apart
     ready()      True once the tracer says it records (beyond its
                  breakpoints, which the lifecycle reads from the processes)
-    counts()     after stop(): {site: the events the tracer counted}
+    counts()     after stop(): {site: the events the tracer counted}; where
+                 COUNTS_LIVE, before stop() only (what stop removes holds them)
+    total()      every event it recorded (its counts' sum, or its own total:
+                 ftrace's ring entries), when counts() can be read
+    version()    its version line (a class's: ftrace's is its kernel's)
+    SWEEPS       False for a tracer that is a bystander way only (no sweep)
     stop(limit)  detach: None, or why it was killed past LIMIT s; nothing
                  of it is left when this returns or raises
     name, path   its name, the attach path it takes (a class attribute, or
@@ -87,6 +92,15 @@ class Process:
     own, stopped with SIGINT as at a terminal, killed past the limit."""
     proc = None
     out = None
+    COUNTS_LIVE = False  # its counts are its output, read once it has stopped
+    SWEEPS = True
+
+    @classmethod
+    def version(cls):
+        return host.first_line([cls.name, "--version"])
+
+    def total(self):
+        return sum(self.counts().values())
 
     def ready(self):
         """The tracer says it records (beyond its breakpoints being in place)."""

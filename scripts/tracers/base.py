@@ -120,8 +120,10 @@ class Tracer:
     def available(self):
         return self.need_commands()
 
-    def skip_reason(self, cfg):
-        """Why this one configuration cannot run here, or None."""
+    def skip_reason(self, cfg, workload=None):
+        """Why this one configuration cannot run here, or None.  WORKLOAD:
+        its real program's workload as the run holds it (a user's: its
+        TARGET; workloads.get(name, args)), else the registry's."""
         return None
 
     def max_iter(self, cfg, threads):

@@ -21,6 +21,7 @@ from bodies import FTRACE_STACKS
 from . import tracefs
 from .attached import tasks
 from .base import Events, RunState, Tracer, TracerError
+import host
 import kernel
 
 def tasks_or_none(pid):
@@ -61,8 +62,8 @@ class Ftrace(Tracer):
     def path_problem(self, path):
         return tracefs.path_problem(path, "ftrace")
 
-    def skip_reason(self, cfg):
-        return tracefs.sites_problem(cfg, "ftrace")
+    def skip_reason(self, cfg, workload=None):
+        return tracefs.sites_problem(cfg, "ftrace", workload)
 
     def setup(self, log):
         if not tracefs.MOUNTS.ensure():
@@ -185,6 +186,15 @@ class Attached:
     kit's own, enabled together (the top buffer is untouched: a kit
     instance holds the events)."""
     name, path = "ftrace", "trace_uprobe (uprobe_events)"
+    COUNTS_LIVE = True  # the hit counts and the ring are the events' and instance's: stop removes them
+    SWEEPS = True
+
+    @staticmethod
+    def version():
+        return host.first_line(["uname", "-r"])  # ftrace is its kernel's
+
+    def total(self):
+        return self.recorded()
 
     def __init__(self, kit, binary, sites, pid_filter=None, pid_only=False):
         self.kit, self.binary, self.sites = kit, binary, sites

@@ -108,7 +108,7 @@ class Lttng(Tracer):
         self.since = None  # the first one's start time (clock ticks since boot)
         self.log = None
 
-    def skip_reason(self, cfg):
+    def skip_reason(self, cfg, workload=None):
         if cfg.workload:
             return ("LTTng-UST records the tracepoints a program was built with (its own "
                     "provider, lttng_ust_tracepoint()); a program someone else built has SDT "

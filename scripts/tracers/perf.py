@@ -85,8 +85,8 @@ class Perf(Tracer):
     def path_problem(self, path):
         return tracefs.path_problem(path, "perf probe")
 
-    def skip_reason(self, cfg):
-        return tracefs.sites_problem(cfg, "perf")
+    def skip_reason(self, cfg, workload=None):
+        return tracefs.sites_problem(cfg, "perf", workload)
 
     def setup(self, log):
         if not tracefs.MOUNTS.ensure():

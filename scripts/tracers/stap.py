@@ -269,7 +269,7 @@ class Stap(Tracer):
             with open(os.path.join(STUB, name), "w") as f:
                 f.write(text)
 
-    def skip_reason(self, cfg):
+    def skip_reason(self, cfg, workload=None):
         if cfg.mode == SCRIPT_MODE and self.runtime == "module":
             return ("your SCRIPT runs on SystemTap's bpf runtime here: on the module runtime "
                     "the kit loads modules it built itself (stp/), and counts from their files")
@@ -282,7 +282,7 @@ class Stap(Tracer):
             return ("a real program's SystemTap row compiles its module with the program's "
                     "path and pid; make lab's guests load modules built beforehand, and the "
                     "kit does not yet build one for a program already running")
-        why = self.semaphore_problem(cfg)
+        why = self.semaphore_problem(cfg, workload)
         if why:
             return why
         if cfg.probe == "return" and self.runtime == "bpf":
@@ -294,14 +294,14 @@ class Stap(Tracer):
     def raises_semaphores(self):
         return self.runtime != "bpf"  # (the module runtime raises them itself)
 
-    def semaphore_problem(self, cfg):
+    def semaphore_problem(self, cfg, w=None):
         """Why a real program's row cannot count its marker here: the bpf
         runtime raises no semaphore (0 of 200,000 python calls with one
         left down), the marker has one, and the row names none for the
         runner to raise, nor can the workload's processes raise it as they
         map the program (a user's command's do: Command.exec_env).  None
         where it can."""
-        w = workloads.get(cfg.workload) if cfg.workload else None
+        w = w or (workloads.get(cfg.workload) if cfg.workload else None)
         if self.runtime != "bpf" or not w or not w.program:
             return None
         marker = w.marker or cfg.marker

@@ -36,6 +36,7 @@ class Attached(Process):
     built beforehand in the chroot, loaded with `staprun -x PID`, or, where
     it could not be built, why not."""
     name = "stap"
+    SWEEPS = False  # its target() is a bystander way; it runs no lifecycle sweep
 
     def __init__(self, kit, binary, sites, pid_filter=None):
         self.kit, self.sites, self.pid_filter = kit, sites, pid_filter

@@ -266,14 +266,15 @@ def site(run, note_ref=False):
     return elf.file_offset(n.pc), sem, fetch
 
 
-def sites_problem(cfg, who):
+def sites_problem(cfg, who, w=None):
     """Why WHO (ftrace, perf), which puts one uprobe on one site, cannot
     probe a real program's row CFG: its marker has several sites in the
     program (Debian's postgres: sort__start 4, lwlock__wait__start 3), and
     one site's count is not the marker's, which bpftrace and SystemTap
-    count at every site.  None where it has one (or none to say)."""
+    count at every site.  W: the row's workload as the run holds it
+    (Tracer.skip_reason's).  None where it has one (or none to say)."""
     import workloads  # (the rows of a real program only)
-    w = workloads.get(cfg.workload) if cfg.workload else None
+    w = w or (workloads.get(cfg.workload) if cfg.workload else None)
     if not w or not w.program:
         return None
     marker = w.marker or cfg.marker

@@ -32,7 +32,7 @@ class Uftrace(Tracer):
     needs = {"uftrace": "uftrace"}
     versions = ("uftrace",)
 
-    def skip_reason(self, cfg):
+    def skip_reason(self, cfg, workload=None):
         if cfg.workload:
             return ("uftrace records a program's functions (a -pg build's mcount calls, or "
                     "functions it patches); it has no way to attach to an SDT marker")
