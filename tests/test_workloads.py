@@ -495,6 +495,8 @@ class Cxx(UserRows):
                 tempfile.TemporaryDirectory() as res:
             link = os.path.join(tmp, "libstdc++.so.6")
             os.symlink(lib, link)
+            mount = tracefs.Mount()  # (perf probe mounts it where none is, and leaves it)
+            mount.ensure()
             theirs = others_probes(lib, tmp)
             try:
                 before = uprobe_events()
@@ -509,6 +511,7 @@ class Cxx(UserRows):
                 rows, _ = rows_of(res)
             finally:
                 theirs()
+                mount.release()  # only what the test mounted
         self.check_witnessed(rows, self.THROWS)
 
 
