@@ -188,7 +188,8 @@ def elf_file(name):
 
 def parse_script(text):
     """SCRIPT: your bpftrace (.bt) or SystemTap (.stp) script, a readable
-    text file of at most userscript.MAX_SCRIPT_BYTES, or ''."""
+    text file of at most userscript.MAX_SCRIPT_BYTES, read once here (a
+    userscript.Script: the path and its text), or ''."""
     if not text:
         return ""
     path, why = os.path.abspath(text), None
@@ -198,21 +199,12 @@ def parse_script(text):
         why = "its name ends in neither " + " nor ".join(configs.SCRIPT_KINDS)
     else:
         try:
-            st = os.stat(path)
-            if not stat.S_ISREG(st.st_mode):
-                why = "it is not a regular file"
-            elif st.st_size > userscript.MAX_SCRIPT_BYTES:
-                why = f"it has {st.st_size:,} bytes"
-            else:
-                with open(path, encoding="utf-8") as f:
-                    f.read()  # (it must decode)
+            return userscript.read(path)  # (read once: its text is all the kit uses after)
+        except userscript.Unreadable as e:
+            why = str(e)
         except OSError as e:
             why = e.strerror or str(e)
-        except UnicodeDecodeError:
-            why = "it is not UTF-8 text"
-    if why:
-        raise argparse.ArgumentTypeError(f"SCRIPT '{text}' is not allowed: want a {want} ({why})")
-    return path
+    raise argparse.ArgumentTypeError(f"SCRIPT '{text}' is not allowed: want a {want} ({why})")
 
 
 def probe_name(text):

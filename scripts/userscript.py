@@ -1,9 +1,13 @@
 """userscript.py: your own script (make run SCRIPT=my.bt or SCRIPT=my.stp,
 docs/bodies.md): what the kit takes from it and gives back.
 
-- SCRIPT is data: its text is read once (params.parse_script checks the
-  file), a copy is run from the run's scratch folder (its path never
-  reaches a tool's grammar or a shell), as written, with one probe added
+- SCRIPT is data: its text is read once (read(): one descriptor, opened
+  without following a link and without blocking, a regular file checked
+  by fstat, its size capped), and only that text is used after (a Script,
+  the path with its .text: the file is never opened by name again, so a
+  file swapped for a link, a FIFO or another user's file after the check
+  changes nothing); a copy is run from the run's scratch folder (its path
+  never reaches a tool's grammar or a shell), as written, with one probe added
   at its end that prints the kit's live line once every other probe is
   attached (bpftrace's BEGIN, SystemTap's begin): that is how the kit
   knows when to release the target.
@@ -20,9 +24,11 @@ docs/bodies.md): what the kit takes from it and gives back.
 
 Nothing to run: `import userscript`.
 """
+import errno
 import hashlib
 import os
 import re
+import stat
 
 import configs
 from bodies import BODIES
@@ -69,17 +75,61 @@ FEATURES = {
 }
 
 
+class Script(str):
+    """SCRIPT as read once (read()): the path it was given as (a str, for
+    words and its ending), and .text, what it held then."""
+
+    def __new__(cls, path, text):
+        self = super().__new__(cls, path)
+        self.text = text
+        return self
+
+
+class Unreadable(ValueError):
+    """Why SCRIPT is not a script the kit takes, in words."""
+
+
+def read(path):
+    """The Script at PATH, read once through one descriptor: not a link
+    (O_NOFOLLOW), not waited on (O_NONBLOCK: a FIFO or a device answers at
+    once or is refused), a regular file by fstat, at most MAX_SCRIPT_BYTES,
+    UTF-8.  Raises Unreadable (or OSError) naming why."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # the name is a symbolic link
+            raise Unreadable("it is a symbolic link: give the file itself") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Unreadable("it is not a regular file")
+        if st.st_size > MAX_SCRIPT_BYTES:
+            raise Unreadable(f"it has {st.st_size:,} bytes")
+        data, chunk = b"", b"."
+        while chunk and len(data) <= MAX_SCRIPT_BYTES:
+            chunk = os.read(fd, MAX_SCRIPT_BYTES + 1 - len(data))
+            data += chunk
+    finally:
+        os.close(fd)
+    if len(data) > MAX_SCRIPT_BYTES:  # (it grew after fstat)
+        raise Unreadable(f"it has over {MAX_SCRIPT_BYTES:,} bytes")
+    try:
+        return Script(path, data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise Unreadable("it is not UTF-8 text") from None
+
+
 # Features every dearer body of BODIES has in its price already: the count,
 # and a map keyed by thread that its value is stored in.
 INSIDE = ("count", "map-tid")
 
 
-def timing_key(path):
+def timing_key(script):
     """What a script row's timings are kept under beside its name (plan's
-    keyed): the script's text, hashed; another script's per-call time
+    keyed): the SCRIPT's text, hashed; another script's per-call time
     sizes nothing of this one's runs."""
-    with open(path, "rb") as f:
-        return " " + hashlib.sha256(f.read()).hexdigest()[:16]
+    return " " + hashlib.sha256(script.text.encode()).hexdigest()[:16]
 
 
 def kind(path):
@@ -94,15 +144,14 @@ def row(path, user):
 
 
 def configs_for(path, user, chosen):
-    """make run SCRIPT=PATH's rows: CHOSEN (CONFIGS, or None), the script's
+    """make run SCRIPT=PATH's rows (PATH a Script): CHOSEN (CONFIGS, or None), the script's
     row (on a USER's program or on the kit's marker), the row it is
     measured against, the loop body closest to it (the prediction's twin)
     and the baseline it is priced against (configs.companions adds what
     that body is priced beside) and, on a
     user's program, the rows that witness its events."""
     tracer = kind(path)
-    with open(path, encoding="utf-8") as f:
-        body, _ = closest(tracer, f.read())
+    body, _ = closest(tracer, path.text)
     me = configs.BY_NAME[configs.script_row(tracer, user)]
     want = {me.name, me.against, body, configs.BY_NAME[body].against,
             *(configs.SCRIPT_WITNESSES if user else ())}
@@ -129,12 +178,15 @@ def closest(tracer, text):
 
 def record(path, folder):
     """meta.json's "script": what ran and the loop body it is set beside;
-    a copy of the script, as it was, kept in the results FOLDER."""
+    a copy of the script (PATH, a Script), as it was read, kept in the
+    results FOLDER: made anew, 0600 (what root read is no one else's to
+    read in results/, whatever the user's file allowed)."""
     tracer = kind(path)
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    text = path.text
     copy = "script" + os.path.splitext(path)[1]
-    with open(os.path.join(folder, copy), "w", encoding="utf-8") as f:
+    fd = os.open(os.path.join(folder, copy),
+                 os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
     body, words = closest(tracer, text)
     return {"path": path, "tracer": tracer, "copy": copy, "closest": body, "feature": words}
@@ -190,10 +242,9 @@ def with_live(tracer, text, live):
 
 
 def runnable(path, tracer, scratch, live):
-    """A copy of the script at PATH in SCRATCH, as written, and the kit's
-    live line (with_live); its path."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    """A copy of the script PATH (a Script: its text as read once) in
+    SCRATCH, as written, and the kit's live line (with_live); its path."""
+    text = path.text
     ext = os.path.splitext(path)[1]
     out = os.path.join(scratch, "script" + ext)
     with open(out, "w", encoding="utf-8") as f:

@@ -9,6 +9,7 @@ the kit's marker and on a user's command.
     python3 tests/run_tests.py test_bodies
 """
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -149,13 +150,50 @@ class ScriptInput(unittest.TestCase):
             with open(os.path.join(d, "big.bt"), "w") as f:
                 f.write("x" * (userscript.MAX_SCRIPT_BYTES + 1))
             self.refused(os.path.join(d, "big.bt"), "1,048,577 bytes")
+            os.symlink(os.path.join(FIXTURES, "ustack-printf.bt"), os.path.join(d, "link.bt"))
+            self.refused(os.path.join(d, "link.bt"), "it is a symbolic link")
+            os.mkfifo(os.path.join(d, "fifo.bt"))  # (refused at once, never waited on)
+            self.refused(os.path.join(d, "fifo.bt"), "not a regular file")
+
+    def test_read_once(self):
+        """What the kit uses after the check is the text it read then: the
+        file swapped meanwhile for a link to a file the user may not read
+        (root's 0600, standing in for /etc/shadow) changes no row, no
+        timing key, no copy and no runnable script; the copy in the
+        results folder is 0600, whatever the user's file allowed."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "mine.bt")
+            shutil.copy(os.path.join(FIXTURES, "ustack-printf.bt"), path)
+            os.chmod(path, 0o644)
+            with open(path) as f:
+                text = f.read()
+            script = params.parse_script(path)
+            key = userscript.timing_key(script)
+            secret = os.path.join(d, "secret")
+            with open(secret, "w") as f:
+                f.write('u:/x:f { printf("secret"); }\n')
+            os.chmod(secret, 0o600)
+            os.rename(path, path + ".old")
+            os.symlink(secret, path)
+            self.assertEqual(userscript.timing_key(script), key)
+            self.assertEqual([c.name for c in userscript.configs_for(script, False, None)],
+                             ["baseline", "bpftrace-body-ustack-count", "script-bpftrace"])
+            folder = os.path.join(d, "results")
+            os.mkdir(folder)
+            meta = userscript.record(script, folder)
+            copy = os.path.join(folder, meta["copy"])
+            self.assertEqual(os.stat(copy).st_mode & 0o777, 0o600)
+            with open(copy) as f:
+                self.assertEqual(f.read(), text)
+            with open(userscript.runnable(script, "bpftrace", d, "live")) as f:
+                self.assertTrue(f.read().startswith(text))
 
     def test_its_rows(self):
-        path = os.path.join(FIXTURES, "ustack-printf.bt")
+        path = userscript.read(os.path.join(FIXTURES, "ustack-printf.bt"))
         mine = [c.name for c in userscript.configs_for(path, False, None)]
         self.assertEqual(mine, ["baseline", "bpftrace-body-ustack-count", "script-bpftrace"])
         user = [c.name for c in configs.companions(userscript.configs_for(path, True, None))]
-        plain = os.path.join(FIXTURES, "count-by-tid.stp")  # (closest: the plainest, no beside)
+        plain = userscript.read(os.path.join(FIXTURES, "count-by-tid.stp"))  # (closest: the plainest, no beside)
         self.assertEqual([c.name for c in userscript.configs_for(plain, True, None)],
                          ["baseline", "stap-body-count", "user-untraced", "user-ftrace",
                           "user-perf", "user-script-stap"])
@@ -176,8 +214,8 @@ class ScriptTimings(unittest.TestCase):
 
     def test_by_its_text(self):
         from measure import plan
-        a = mock.Mock(script=os.path.join(FIXTURES, "ustack-printf.bt"))
-        b = mock.Mock(script=os.path.join(FIXTURES, "broken.bt"))
+        a = mock.Mock(script=userscript.read(os.path.join(FIXTURES, "ustack-printf.bt")))
+        b = mock.Mock(script=userscript.read(os.path.join(FIXTURES, "broken.bt")))
         self.assertNotEqual(plan.keyed("script-bpftrace", a), plan.keyed("script-bpftrace", b))
         self.assertTrue(plan.keyed("script-bpftrace", a).startswith("script-bpftrace "))
         self.assertEqual(plan.keyed("ftrace-sdt", a), "ftrace-sdt")
@@ -239,7 +277,7 @@ class ScriptOutput(unittest.TestCase):
     def test_runnable_appends_one_probe(self):
         with tempfile.TemporaryDirectory() as d:
             src = os.path.join(FIXTURES, "ustack-printf.bt")
-            copy = userscript.runnable(src, "bpftrace", d, "kit: live")
+            copy = userscript.runnable(userscript.read(src), "bpftrace", d, "kit: live")
             with open(src) as f, open(copy) as g:
                 self.assertEqual(g.read(), f.read() + '\nBEGIN { printf("kit: live\\n"); }\n')
 

@@ -1,0 +1,119 @@
+"""Issue 67's trust points: what root runs, loads and reads, and what a
+user's `make check` reads after root has run the kit.  Hand-made trees
+stand in for a real attack (a planted build/), so nothing here is unkind
+to the machine.
+
+    python3 tests/run_tests.py test_trust
+"""
+import os
+import subprocess
+import tempfile
+import unittest
+from unittest import mock
+
+from kit_test import ROOT, SCRIPTS, need_root, tracing_state
+import host
+import trusted
+
+OTHER = 65534  # nobody
+
+
+class PlantedBuild(unittest.TestCase):
+    """As root, nothing in the checkout (build/ included) nor a folder
+    above it may be another user's or writable by others: the first that
+    is, named with its owner and mode; the lab's root file systems,
+    results/ and the kit's private scratch are not walked; the sudo
+    caller's own files are theirs to run."""
+    tier = "host"  # (chown is root's)
+
+    def tree(self, top):
+        for d in ("src", "build/lab/sid/tmp", "build/kitscratch", "results/x"):
+            os.makedirs(os.path.join(top, d), 0o755)
+        for f in ("Makefile", "src/benchmark.c", "build/benchmark-sdt"):
+            with open(os.path.join(top, f), "w") as fh:
+                fh.write("x")
+            os.chmod(os.path.join(top, f), 0o755)
+        os.chmod(os.path.join(top, "build/kitscratch"), 0o711)
+        return top
+
+    def test_the_rule(self):
+        need_root(self)
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o755)
+            top = self.tree(os.path.join(tmp, "kit checkout"))
+            self.assertIsNone(trusted.why_not(top, {0}, ["build/lab"]))
+            # what the walk leaves alone: a guest's root, results, a private scratch
+            for d in ("build/lab/sid/tmp", "results/x", "build/kitscratch"):
+                with open(os.path.join(top, d, "theirs"), "w"):
+                    pass
+                os.chown(os.path.join(top, d, "theirs"), OTHER, OTHER)
+            os.chmod(os.path.join(top, "build/lab/sid/tmp"), 0o1777)
+            self.assertIsNone(trusted.why_not(top, {0}, ["build/lab"]))
+            planted = os.path.join(top, "build", "benchmark-sdt")
+            os.chown(planted, OTHER, OTHER)
+            why = trusted.why_not(top, {0}, ["build/lab"])
+            self.assertEqual(why, f"{planted} (owner {trusted.owner(OTHER)}, mode 0755), in the "
+                             "checkout, is not root (uid 0)'s: root would run or load what its "
+                             "owner put there")
+            # (sudo by its owner)
+            self.assertIsNone(trusted.why_not(top, {0, OTHER}, ["build/lab"]))
+            os.chown(planted, 0, 0)
+            os.chmod(os.path.join(top, "build"), 0o777)
+            self.assertIn(f"{top}/build (owner root (uid 0), mode 0777), in the checkout, may "
+                          "be written by others", trusted.why_not(top, {0}, ["build/lab"]))
+            os.chmod(os.path.join(top, "build"), 0o755)
+            os.chmod(tmp, 0o777)  # a folder above, writable by all, not sticky
+            self.assertIn(f"{tmp} (owner root (uid 0), mode 0777) may be written by others",
+                          trusted.why_not(top, {0}, ["build/lab"]))
+            os.chmod(tmp, 0o1777)  # sticky (/tmp): its root-owned entry cannot be swapped
+            self.assertIsNone(trusted.why_not(top, {0}, ["build/lab"]))
+
+    def test_sudo_caller(self):
+        self.assertEqual(trusted.owners({"SUDO_UID": "1000"}), {0, 1000})
+        self.assertEqual(trusted.owners({"SUDO_UID": "x"}), {0})
+        self.assertEqual(trusted.owners({}), {0})
+
+    def test_make_never_runs(self):
+        """host.make_all, every root door's first step, refuses a planted
+        build before make runs (make would run the planter's Makefile)."""
+        need_root(self)
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o755)
+            top = self.tree(os.path.join(tmp, "kit"))
+            os.chown(os.path.join(top, "build"), OTHER, OTHER)
+            with mock.patch.object(host, "ROOT", top), mock.patch.object(host, "run") as run, \
+                    mock.patch.object(host, "say") as say, \
+                    mock.patch.dict(os.environ, {"SUDO_UID": ""}):
+                self.assertFalse(host.make_all("run"))
+            run.assert_not_called()
+            said = say.call_args[0][0]
+            self.assertTrue(said.startswith(f"run: {top}/build (owner {trusted.owner(OTHER)}"),
+                            said)
+            self.assertTrue(said.endswith("nothing was run"), said)
+
+
+class UserAfterRoot(unittest.TestCase):
+    """`make check` as an ordinary user after root has run the kit: the
+    suite's own before-and-after state reads nothing that is root's alone
+    (root's kit state, 0700)."""
+    tier = "host"
+
+    def test_nobody_reads_the_state(self):
+        need_root(self)
+        with tempfile.TemporaryDirectory() as tmp:
+            state = os.path.join(tmp, "state.d")
+            os.mkdir(state, 0o700)  # as root's make run leaves it
+            os.chmod(tmp, 0o755)
+            code = ("import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]]; import kit_test; "
+                    "s = kit_test.tracing_state(); print(s['kit state'])")
+            r = subprocess.run(["python3", "-c", code, os.path.join(ROOT, "tests"), SCRIPTS],
+                               user=OTHER, group=OTHER, extra_groups=[], cwd="/",
+                               env=dict(os.environ, KIT_STATE=state), capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            self.assertIn("root's alone", r.stdout)
+            self.assertIsInstance(tracing_state()["kit state"], list)  # (root reads it)
+
+
+if __name__ == "__main__":
+    unittest.main()
