@@ -7,13 +7,21 @@ on a fresh copy of it (so the kit's own installs are tried every time),
 with /proc, /sys and /dev (and /dev/shm) mounted, the host's resolver,
 apt's downloads kept between uses in build/userland/RELEASE/archives, and
 a clone of this checkout's HEAD at /kit.  Everything mounted is unmounted
-and the copy removed on leaving, whatever happened.
+and the copy removed on leaving, whatever happened: the paths it mounted,
+exactly (ChrootMounts); then whatever is still mounted at or below the
+copy, read from /proc/self/mountinfo with its octal escapes decoded (a
+checkout under a path with a space); then the copy removed only where
+nothing is mounted there any more, and never through a mount point (a
+folder on another file system stops the removal, named): the host's /dev
+and /sys are bound in there.
 
 Nothing to run: tests/test_userland.py uses it (make test-userland).
 """
 import contextlib
 import os
+import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -21,12 +29,13 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from lab.mounts import unmount_under  # noqa: E402
+from lab.mounts import Mounts  # noqa: E402
 from lab.suite import mirror  # noqa: E402
 
 BASE = ["gcc", "make", "binutils", "python3", "git", "ca-certificates"]  # .ci/run's, and git
 MMDEBSTRAP_S = 1800
 TOP = os.path.join(ROOT, "build", "userland")
+MOUNTINFO = "/proc/self/mountinfo"
 
 
 class Unavailable(Exception):
@@ -40,6 +49,124 @@ def sh(cmd, log, timeout=None, **kw):
         f.flush()
         return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                               timeout=timeout, **kw).returncode
+
+
+def mount_points(data):
+    """The mount points of DATA, a /proc/self/mountinfo's bytes (its fifth
+    field), as paths: the kernel writes a space, tab, newline or backslash
+    in one as \\ooo (octal), which this undoes."""
+    unescape = re.compile(rb"\\([0-7]{3})")
+    return [os.fsdecode(unescape.sub(lambda m: bytes([int(m.group(1), 8)]), ln.split(b" ")[4]))
+            for ln in data.splitlines() if ln.strip()]
+
+
+def mounted_below(path, mountinfo=MOUNTINFO):
+    """What is mounted at PATH or below it (PATH's symlinks resolved), deepest
+    first, once per mount (two stacked on one point: twice)."""
+    top = os.path.realpath(path)
+    with open(mountinfo, "rb") as f:
+        points = mount_points(f.read())
+    return sorted((m for m in points if m == top or m.startswith(top.rstrip("/") + "/")),
+                  key=len, reverse=True)
+
+
+def unmount_below(path):
+    """Unmounts whatever is mounted at PATH or below (what a killed run, or
+    the run in the chroot, left), deepest first, lazily where busy; each
+    made a slave first, so that no unmount there reaches the host's mounts
+    it was bound from."""
+    points = mounted_below(path)
+    for m in reversed(points):
+        subprocess.run(["mount", "--make-rslave", m], stderr=subprocess.DEVNULL)
+    for m in points:
+        if subprocess.run(["umount", m], stderr=subprocess.DEVNULL).returncode != 0:
+            subprocess.run(["umount", "-l", m], stderr=subprocess.DEVNULL)
+
+
+def remove(path, mountinfo=MOUNTINFO):
+    """Removes PATH, refused (RuntimeError, naming it) while anything is
+    mounted at or below it, and never through a mount point: a folder on
+    another file system than PATH's (st_dev) stops it, named."""
+    if not os.path.lexists(path):
+        return
+    still = mounted_below(path, mountinfo)
+    if still:
+        raise RuntimeError(f"not removing {path}: still mounted there: {', '.join(still)}")
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        os.unlink(path)
+        return
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        _empty(fd, path, st.st_dev)
+    finally:
+        os.close(fd)
+    os.rmdir(path)
+
+
+def _empty(fd, where, dev):
+    """Empties the folder FD (WHERE, for the message), every folder in it on
+    DEV, by file descriptors (a folder swapped for a link is not followed)."""
+    with os.scandir(fd) as it:
+        entries = list(it)
+    for e in entries:
+        if not e.is_dir(follow_symlinks=False):
+            os.unlink(e.name, dir_fd=fd)
+            continue
+        sub = os.open(e.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+        try:
+            if os.fstat(sub).st_dev != dev:
+                raise RuntimeError(f"not removing {os.path.join(where, e.name)}: another "
+                                   "file system is mounted there")
+            _empty(sub, os.path.join(where, e.name), dev)
+        finally:
+            os.close(sub)
+        os.rmdir(e.name, dir_fd=fd)
+
+
+def clear(path):
+    """PATH gone, and whatever was mounted below it unmounted first."""
+    unmount_below(path)
+    remove(path)
+
+
+class ChrootMounts(Mounts):
+    """The userland's mounts (BINDS: [(mount's arguments, the path in ROOTFS)]),
+    each path recorded as it is mounted and those exactly undone on leaving
+    (lab.mounts.Mounts': lazily where busy), also where a later one failed.
+    Each --rbind's mounts below are made slaves (the host's: an unmount
+    there is not shared back), again on leaving (a Ctrl-C between)."""
+
+    def __init__(self, rootfs, binds, log):
+        super().__init__(rootfs)
+        self.binds, self.log = binds, log
+
+    def __enter__(self):
+        try:
+            for args, dst in self.binds:
+                path = os.path.join(self.rootfs, dst)
+                os.makedirs(path, exist_ok=True)
+                if sh(["mount", *args, path], self.log) != 0:
+                    raise RuntimeError(f"could not mount {dst} in {self.rootfs}: see {self.log}")
+                self.done.append(path)
+                if args[0] == "--rbind":
+                    sh(["mount", "--make-rslave", path], self.log)
+        except BaseException:
+            self.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for path in self.done:
+            sh(["mount", "--make-rslave", path], self.log)
+        super().__exit__(*exc)
+
+
+def binds(archives):
+    """The chroot's mounts: /proc, the host's /sys and /dev (and their mounts
+    below: /dev/shm, /dev/pts), apt's downloads kept in ARCHIVES."""
+    return [(["-t", "proc", "proc"], "proc"), (["--rbind", "/sys"], "sys"),
+            (["--rbind", "/dev"], "dev"), (["--bind", archives], "var/cache/apt/archives")]
 
 
 def base(release, log):
@@ -56,7 +183,7 @@ def base(release, log):
         raise Unavailable("mmdebstrap not found (Debian package mmdebstrap)")
     os.makedirs(top, exist_ok=True)
     tmp = root + ".tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
+    clear(tmp)
     t0 = time.monotonic()
     try:
         code = sh(["mmdebstrap", "--variant=apt", "--include=" + ",".join(BASE), release, tmp, m],
@@ -64,12 +191,11 @@ def base(release, log):
         if code != 0:
             raise RuntimeError(f"mmdebstrap {release} failed (exit {code}): see {log}")
     except BaseException:
-        unmount_under(tmp)
-        shutil.rmtree(tmp, ignore_errors=True)
+        clear(tmp)
         raise
     if os.path.exists(ok):
         os.remove(ok)
-    shutil.rmtree(root, ignore_errors=True)
+    clear(root)
     os.rename(tmp, root)
     with open(ok, "w") as f:
         f.write(" ".join(BASE) + "\n")
@@ -82,30 +208,18 @@ def chroot(release, log):
     yields its path; all of it undone on leaving."""
     top = os.path.join(TOP, release)
     work, archives = os.path.join(top, "work"), os.path.join(top, "archives")
-    unmount_under(work)  # (a run that was killed)
-    shutil.rmtree(work, ignore_errors=True)
+    clear(work)  # (a run that was killed)
     os.makedirs(os.path.join(archives, "partial"), exist_ok=True)
-    mounted = []
     try:
         if sh(["cp", "-a", "--reflink=auto", os.path.join(top, "base"), work], log) != 0:
             raise RuntimeError(f"could not copy the {release} base: see {log}")
         shutil.copy("/etc/resolv.conf", os.path.join(work, "etc", "resolv.conf"))
-        for args, dst in ((["-t", "proc", "proc"], "proc"), (["--rbind", "/sys"], "sys"),
-                          (["--rbind", "/dev"], "dev"),
-                          (["--bind", archives], "var/cache/apt/archives")):
-            path = os.path.join(work, dst)
-            os.makedirs(path, exist_ok=True)
-            if sh(["mount", *args, path], log) != 0:
-                raise RuntimeError(f"could not mount {dst} in the {release} userland: see {log}")
-            mounted.append(path)
-            if args[0] == "--rbind":  # (its mounts below stay the host's: not shared back)
-                sh(["mount", "--make-rslave", path], log)
-        if sh(["git", "clone", "-q", ROOT, os.path.join(work, "kit")], log) != 0:
-            raise RuntimeError(f"could not clone the checkout into the {release} userland")
-        yield work
+        with ChrootMounts(work, binds(archives), log):
+            if sh(["git", "clone", "-q", ROOT, os.path.join(work, "kit")], log) != 0:
+                raise RuntimeError(f"could not clone the checkout into the {release} userland")
+            yield work
     finally:
-        unmount_under(work)
-        shutil.rmtree(work, ignore_errors=True)
+        clear(work)  # (what the run in it mounted there, too)
 
 
 def run(work, script, log, timeout):
