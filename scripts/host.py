@@ -16,8 +16,6 @@ import sys
 import threading
 import time
 
-import trusted
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # build/'s root file systems (make lab's guests', the trixie userland's of
 # make test-userland): never copied with the kit, which reads their /dev/full
@@ -412,22 +410,6 @@ def build_needs():
     (`make needs`): the runner's and the lab's (the lab's guests run the
     builds made here)."""
     return set(run([*MAKE, "needs"], stderr=False)[1].split())
-
-
-def make_all(who):
-    """`make all` (every build whose dependencies are here); False, having
-    said so, if make failed, or, as root, where the checkout is not root's
-    (or the sudo caller's) alone (trusted.py): then make never runs."""
-    why = trusted.why_not(ROOT, prune=[os.path.join("build", d) for d in ROOT_FILE_SYSTEMS]) \
-        if os.geteuid() == 0 else None
-    if why:
-        say(f"{who}: {why}; as root the kit runs nothing from a checkout others may write "
-            "(docs/cleanup.md: a shared checkout); nothing was run")
-        return False
-    ok = run([*MAKE, "all"], capture=False)[0] == 0
-    if not ok:
-        say(f"{who}: make failed; nothing was run")
-    return ok
 
 
 MATPLOTLIB_PACKAGE = "python3-matplotlib"  # Debian's: what the plots need

@@ -1,7 +1,7 @@
 """trusted.py: what root may run, load or write in the checkout (issue 67).
 
 As root, `make run` (and make lab, lifecycle, atlas: every door that calls
-host.make_all) runs make in the checkout, then runs build/benchmark-*,
+make_all here) runs make in the checkout, then runs build/benchmark-*,
 loads build/libkit-semaphore-audit.so into a user's command and
 build/memlock-shim.so into stapbpf, and writes fixed names in build/.
 Whoever may write any of that, or a folder above it, may put their own
@@ -23,11 +23,13 @@ run: a shared checkout is meant to be built and run by one user (root's
 own clone, or each user's own clone; docs/cleanup.md).  Without root
 nothing is checked: a user runs only what they may write anyway.
 
-Nothing to run: `import trusted; why = trusted.why_not(ROOT)`.
+Nothing to run: `import trusted; trusted.make_all("run")`.
 """
 import os
 import pwd
 import stat
+
+import host
 
 PRUNED = ("results", ".git")  # below the checkout, not walked (and what the caller adds)
 
@@ -97,3 +99,19 @@ def why_not(top, uids=None, prune=()):
                 walk.append(name)
         dirs[:] = walk
     return None
+
+
+def make_all(who):
+    """`make all` (every build whose dependencies are here); False, having
+    said so, if make failed, or, as root, where the checkout is not root's
+    (or the sudo caller's) alone (why_not): then make never runs."""
+    why = why_not(host.ROOT, prune=[os.path.join("build", d) for d in host.ROOT_FILE_SYSTEMS]) \
+        if os.geteuid() == 0 else None
+    if why:
+        host.say(f"{who}: {why}; as root the kit runs nothing from a checkout others may write "
+                 "(docs/cleanup.md: a shared checkout); nothing was run")
+        return False
+    ok = host.run([*host.MAKE, "all"], capture=False)[0] == 0
+    if not ok:
+        host.say(f"{who}: make failed; nothing was run")
+    return ok

@@ -117,7 +117,7 @@ MUTANTS = [
     ("SCRIPT's copy as readable as the umask lets it (issue 67)", "scripts/userscript.py",
      "os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)", "os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)",
      ["test_bodies.ScriptInput.test_read_once"]),
-    ("a planted build run as root (issue 67)", "scripts/host.py",
+    ("a planted build run as root (issue 67)", "scripts/trusted.py",
      "        if os.geteuid() == 0 else None", "        if False else None",
      ["PlantedBuild.test_make_never_runs"]),
     ("a planted file inside the checkout trusted (issue 67)", "scripts/trusted.py",

@@ -74,7 +74,7 @@ class PlantedBuild(unittest.TestCase):
         self.assertEqual(trusted.owners({}), {0})
 
     def test_make_never_runs(self):
-        """host.make_all, every root door's first step, refuses a planted
+        """trusted.make_all, every root door's first step, refuses a planted
         build before make runs (make would run the planter's Makefile)."""
         need_root(self)
         with tempfile.TemporaryDirectory() as tmp:
@@ -84,7 +84,7 @@ class PlantedBuild(unittest.TestCase):
             with mock.patch.object(host, "ROOT", top), mock.patch.object(host, "run") as run, \
                     mock.patch.object(host, "say") as say, \
                     mock.patch.dict(os.environ, {"SUDO_UID": ""}):
-                self.assertFalse(host.make_all("run"))
+                self.assertFalse(trusted.make_all("run"))
             run.assert_not_called()
             said = say.call_args[0][0]
             self.assertTrue(said.startswith(f"run: {top}/build (owner {trusted.owner(OTHER)}"),

@@ -1,14 +1,18 @@
-"""The userland's cleanup (tests/userland.py) under a path with a space:
-what it mounted unmounted, never removed through (its chroot binds the
-host's /dev and /sys; /proc/mounts writes a space as \\040, so a cleanup
-comparing that text unmounted nothing and rmtree walked into the host's
-devtmpfs).  Here a tmpfs of the test's own, holding a marker and a tmpfs
-of its own below (/dev/shm's stand-in), stands in for the host's /dev:
+"""The mount table read whole (scripts/mountinfo.py) and what is mounted
+undone: the userland's cleanup (tests/userland.py) and the lab's root
+file system's (lab/suite.py) under a path with a space, never removing
+through a mount (the chroots bind the host's /dev; /proc/mounts writes a
+space as \\040, so a cleanup comparing that text unmounted nothing and
+rmtree walked into the host's devtmpfs); cgroups.py's table decoded the
+same way; lab.mounts.Mounts undoing its first mount when its second
+fails.  Here a tmpfs of the test's own, holding a marker and a tmpfs of
+its own below (/dev/shm's stand-in), stands in for the host's /dev:
 bound into a made-up tree, never the host's.
 
     python3 tests/run_tests.py --tier check,host test_userland_mounts
 
-The mountinfo reading is a check; the rest mounts (the host tier, root).
+The mountinfo reading and Mounts (its commands stood in for) are a
+check; the rest mounts (the host tier, root).
 """
 import os
 import shutil
@@ -17,8 +21,12 @@ import tempfile
 import unittest
 from unittest import mock
 
-import userland
 from kit_test import not_a_check, unavailable
+import cgroups
+import mountinfo
+import userland
+from lab import mounts as lab_mounts
+from lab import suite
 
 
 class Mountinfo(unittest.TestCase):
@@ -33,7 +41,7 @@ class Mountinfo(unittest.TestCase):
             b"94 26 0:54 / /srv/a\\040b/work/caf\xc3\xa9 rw - tmpfs tmpfs rw\n")
 
     def test_points_decoded(self):
-        self.assertEqual(userland.mount_points(self.INFO),
+        self.assertEqual(mountinfo.mount_points(self.INFO),
                          ["/dev", "/srv/a b/work/dev", "/srv/a b/work/dev/shm",
                           "/srv/a b/work/t\ta\nb\\c", "/srv/a b/workshop", "/srv/a b/work/café"])
 
@@ -41,12 +49,60 @@ class Mountinfo(unittest.TestCase):
         with tempfile.NamedTemporaryFile("wb", suffix=".mountinfo") as f:
             f.write(self.INFO)
             f.flush()
-            self.assertEqual(userland.mounted_below("/srv/a b/work", f.name),
+            self.assertEqual(mountinfo.mounted_below("/srv/a b/work", f.name),
                              ["/srv/a b/work/dev/shm", "/srv/a b/work/t\ta\nb\\c",
                               "/srv/a b/work/café", "/srv/a b/work/dev"])
-            self.assertEqual(userland.mounted_below("/srv/a b/work/dev/", f.name),
+            self.assertEqual(mountinfo.mounted_below("/srv/a b/work/dev/", f.name),
                              ["/srv/a b/work/dev/shm", "/srv/a b/work/dev"])
-            self.assertEqual(userland.mounted_below("/srv/a b/nothing", f.name), [])
+            self.assertEqual(mountinfo.mounted_below("/srv/a b/nothing", f.name), [])
+
+    def test_every_field_decoded(self):
+        # the root in the file system, the type and each super option too
+        info = (b"30 26 0:27 /a\\040b /sys/fs/cgroup\\040x rw shared:9 - cgroup2 cgroup2 "
+                b"rw,nsdelegate\n"
+                b"31 26 0:28 / /c rw - cgroup cgroup rw,cpu,cpuacct,x\\054y\n"
+                b"32 26 0:29 / /t rw - tmpfs  rw\n")
+        self.assertEqual(mountinfo.parse(info), [
+            ("/sys/fs/cgroup x", "/a b", "cgroup2", ["rw", "nsdelegate"]),
+            ("/c", "/", "cgroup", ["rw", "cpu", "cpuacct", "x,y"]),
+            ("/t", "/", "tmpfs", ["rw"])])
+
+    def test_cgroups_reads_it_decoded(self):
+        info = (b"30 26 0:27 / /sys/fs/cgroup\\040x rw - cgroup2 cgroup2 rw\n"
+                b"31 26 0:28 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu,cpuacct\n")
+        with tempfile.NamedTemporaryFile("wb", suffix=".mountinfo") as f:
+            f.write(info)
+            f.flush()
+            with mock.patch.object(mountinfo, "MOUNTINFO", f.name):
+                self.assertEqual(cgroups.mount(), "/sys/fs/cgroup x")
+                self.assertTrue(cgroups.v1_mounted("cpu"))
+                self.assertFalse(cgroups.v1_mounted("memory"))
+        with mock.patch.object(mountinfo, "MOUNTINFO", "/nonexistent/mountinfo"):
+            self.assertEqual(cgroups.mounts(), [])
+
+
+class LabMounts(unittest.TestCase):
+    """lab.mounts.Mounts with mount and umount stood in for: its second
+    mount failing undoes the first, and the failure is raised."""
+
+    def test_a_failed_second_mount_undoes_the_first(self):
+        ran = []
+
+        def run(cmd, check=False, **kw):
+            ran.append(cmd)
+            if cmd[0] == "mount" and cmd[-1].endswith("/dev") and check:
+                raise subprocess.CalledProcessError(32, cmd)
+            return subprocess.CompletedProcess(cmd, 0)
+        with tempfile.TemporaryDirectory(prefix="kit lab mounts ") as root:
+            m = lab_mounts.Mounts(root)
+            with mock.patch.object(lab_mounts.subprocess, "run", run):
+                with self.assertRaises(subprocess.CalledProcessError):
+                    with m:
+                        self.fail("the second mount failed: no step")
+            proc, dev = os.path.join(root, "proc"), os.path.join(root, "dev")
+            self.assertEqual(ran, [["mount", "-t", "proc", "proc", proc],
+                                   ["mount", "--bind", "/dev", dev], ["umount", proc]])
+            self.assertEqual(m.done, [])
 
 
 class Cleanup(unittest.TestCase):
@@ -125,23 +181,41 @@ class Cleanup(unittest.TestCase):
         with userland.ChrootMounts(self.work, binds, self.log) as m:
             self.mounted += m.done  # (undone here, should it leave them)
             self.assertTrue(os.path.exists(os.path.join(self.dev, "shm", "marker")))
-            self.assertEqual(userland.mounted_below(self.work),
+            self.assertEqual(mountinfo.mounted_below(self.work),
                              [os.path.join(self.dev, "shm"), os.path.join(self.work, "proc"),
                               self.dev])
-        self.assertEqual(userland.mounted_below(self.work), [])
+        self.assertEqual(mountinfo.mounted_below(self.work), [])
         self.assert_host_intact()
-        userland.remove(self.work)
+        mountinfo.remove(self.work)
         self.assertFalse(os.path.lexists(self.work))
 
     def test_remove_refused_while_mounted(self):
         self.bind_dev()
-        with self.assertRaises(RuntimeError) as e:
-            userland.remove(os.path.join(self.top, "user land"))
+        with self.assertRaises(mountinfo.Refused) as e:
+            mountinfo.remove(os.path.join(self.top, "user land"))
         self.assertIn("still mounted", str(e.exception))
         self.assertIn(self.dev, str(e.exception))
         self.assertTrue(os.path.ismount(self.dev))
         self.assert_host_intact()
         self.assertTrue(os.path.exists(os.path.join(self.work, "etc", "passwd")))
+
+    def test_lab_clears_a_root_file_system(self):
+        # lab/suite.py's clear (make_rootfs: the old root file system, a
+        # killed build's): what is mounted below unmounted, the tree gone,
+        # the host's tmpfs left whole
+        self.bind_dev()
+        suite.clear(self.work)
+        self.assertFalse(os.path.ismount(self.dev), "the root file system's dev still mounted")
+        self.assertFalse(os.path.lexists(self.work))
+        self.assert_host_intact()
+
+    def test_lab_says_a_refusal_in_its_line(self):
+        self.bind_dev()
+        with mock.patch.object(mountinfo, "unmount_below", lambda path: None):
+            with self.assertRaisesRegex(suite.LabError, "still mounted there"):
+                suite.clear(self.work)
+        self.assertTrue(os.path.ismount(self.dev))
+        self.assert_host_intact()
 
     def test_remove_never_crosses_a_mount(self):
         # the mount table read wrong (here: an empty one), the removal still
@@ -149,9 +223,9 @@ class Cleanup(unittest.TestCase):
         self.bind_dev()
         empty = os.path.join(self.top, "mountinfo")
         open(empty, "w").close()
-        with self.assertRaisesRegex(RuntimeError, "another file system is mounted there"
-                                    ) as e:
-            userland.remove(self.work, mountinfo=empty)
+        with self.assertRaisesRegex(mountinfo.Refused, "another file system is mounted "
+                                    "there") as e:
+            mountinfo.remove(self.work, mountinfo=empty)
         self.assertIn(self.dev, str(e.exception))
         self.assertTrue(os.path.ismount(self.dev))
         self.assert_host_intact()

@@ -8,20 +8,18 @@ with /proc, /sys and /dev (and /dev/shm) mounted, the host's resolver,
 apt's downloads kept between uses in build/userland/RELEASE/archives, and
 a clone of this checkout's HEAD at /kit.  Everything mounted is unmounted
 and the copy removed on leaving, whatever happened: the paths it mounted,
-exactly (ChrootMounts); then whatever is still mounted at or below the
-copy, read from /proc/self/mountinfo with its octal escapes decoded (a
-checkout under a path with a space); then the copy removed only where
-nothing is mounted there any more, and never through a mount point (a
-folder on another file system stops the removal, named): the host's /dev
-and /sys are bound in there.
+exactly (ChrootMounts); then, by scripts/mountinfo.py's clear, whatever
+is still mounted at or below the copy, read from /proc/self/mountinfo
+with its octal escapes decoded (a checkout under a path with a space);
+then the copy removed only where nothing is mounted there any more, and
+never through a mount point (a folder on another file system stops the
+removal, named): the host's /dev and /sys are bound in there.
 
 Nothing to run: tests/test_userland.py uses it (make test-userland).
 """
 import contextlib
 import os
-import re
 import shutil
-import stat
 import subprocess
 import sys
 import time
@@ -31,11 +29,11 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from lab.mounts import Mounts  # noqa: E402
 from lab.suite import mirror  # noqa: E402
+from mountinfo import clear  # noqa: E402
 
 BASE = ["gcc", "make", "binutils", "python3", "git", "ca-certificates"]  # .ci/run's, and git
 MMDEBSTRAP_S = 1800
 TOP = os.path.join(ROOT, "build", "userland")
-MOUNTINFO = "/proc/self/mountinfo"
 
 
 class Unavailable(Exception):
@@ -51,110 +49,23 @@ def sh(cmd, log, timeout=None, **kw):
                               timeout=timeout, **kw).returncode
 
 
-def mount_points(data):
-    """The mount points of DATA, a /proc/self/mountinfo's bytes (its fifth
-    field), as paths: the kernel writes a space, tab, newline or backslash
-    in one as \\ooo (octal), which this undoes."""
-    unescape = re.compile(rb"\\([0-7]{3})")
-    return [os.fsdecode(unescape.sub(lambda m: bytes([int(m.group(1), 8)]), ln.split(b" ")[4]))
-            for ln in data.splitlines() if ln.strip()]
-
-
-def mounted_below(path, mountinfo=MOUNTINFO):
-    """What is mounted at PATH or below it (PATH's symlinks resolved), deepest
-    first, once per mount (two stacked on one point: twice)."""
-    top = os.path.realpath(path)
-    with open(mountinfo, "rb") as f:
-        points = mount_points(f.read())
-    return sorted((m for m in points if m == top or m.startswith(top.rstrip("/") + "/")),
-                  key=len, reverse=True)
-
-
-def unmount_below(path):
-    """Unmounts whatever is mounted at PATH or below (what a killed run, or
-    the run in the chroot, left), deepest first, lazily where busy; each
-    made a slave first, so that no unmount there reaches the host's mounts
-    it was bound from."""
-    points = mounted_below(path)
-    for m in reversed(points):
-        subprocess.run(["mount", "--make-rslave", m], stderr=subprocess.DEVNULL)
-    for m in points:
-        if subprocess.run(["umount", m], stderr=subprocess.DEVNULL).returncode != 0:
-            subprocess.run(["umount", "-l", m], stderr=subprocess.DEVNULL)
-
-
-def remove(path, mountinfo=MOUNTINFO):
-    """Removes PATH, refused (RuntimeError, naming it) while anything is
-    mounted at or below it, and never through a mount point: a folder on
-    another file system than PATH's (st_dev) stops it, named."""
-    if not os.path.lexists(path):
-        return
-    still = mounted_below(path, mountinfo)
-    if still:
-        raise RuntimeError(f"not removing {path}: still mounted there: {', '.join(still)}")
-    st = os.lstat(path)
-    if not stat.S_ISDIR(st.st_mode):
-        os.unlink(path)
-        return
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        _empty(fd, path, st.st_dev)
-    finally:
-        os.close(fd)
-    os.rmdir(path)
-
-
-def _empty(fd, where, dev):
-    """Empties the folder FD (WHERE, for the message), every folder in it on
-    DEV, by file descriptors (a folder swapped for a link is not followed)."""
-    with os.scandir(fd) as it:
-        entries = list(it)
-    for e in entries:
-        if not e.is_dir(follow_symlinks=False):
-            os.unlink(e.name, dir_fd=fd)
-            continue
-        sub = os.open(e.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-        try:
-            if os.fstat(sub).st_dev != dev:
-                raise RuntimeError(f"not removing {os.path.join(where, e.name)}: another "
-                                   "file system is mounted there")
-            _empty(sub, os.path.join(where, e.name), dev)
-        finally:
-            os.close(sub)
-        os.rmdir(e.name, dir_fd=fd)
-
-
-def clear(path):
-    """PATH gone, and whatever was mounted below it unmounted first."""
-    unmount_below(path)
-    remove(path)
-
-
 class ChrootMounts(Mounts):
     """The userland's mounts (BINDS: [(mount's arguments, the path in ROOTFS)]),
-    each path recorded as it is mounted and those exactly undone on leaving
-    (lab.mounts.Mounts': lazily where busy), also where a later one failed.
-    Each --rbind's mounts below are made slaves (the host's: an unmount
-    there is not shared back), again on leaving (a Ctrl-C between)."""
+    each undone exactly on leaving, also where a later one failed
+    (lab.mounts.Mounts'), the mount commands in LOG.  Each --rbind's mounts
+    below are made slaves (the host's: an unmount there is not shared
+    back), again on leaving (a Ctrl-C between)."""
 
     def __init__(self, rootfs, binds, log):
-        super().__init__(rootfs)
-        self.binds, self.log = binds, log
+        super().__init__(rootfs, binds)
+        self.log = log
 
-    def __enter__(self):
-        try:
-            for args, dst in self.binds:
-                path = os.path.join(self.rootfs, dst)
-                os.makedirs(path, exist_ok=True)
-                if sh(["mount", *args, path], self.log) != 0:
-                    raise RuntimeError(f"could not mount {dst} in {self.rootfs}: see {self.log}")
-                self.done.append(path)
-                if args[0] == "--rbind":
-                    sh(["mount", "--make-rslave", path], self.log)
-        except BaseException:
-            self.__exit__(*sys.exc_info())
-            raise
-        return self
+    def mount(self, args, path):
+        if sh(["mount", *args, path], self.log) != 0:
+            raise RuntimeError(f"could not mount {os.path.relpath(path, self.rootfs)} in "
+                               f"{self.rootfs}: see {self.log}")
+        if args[0] == "--rbind":
+            sh(["mount", "--make-rslave", path], self.log)
 
     def __exit__(self, *exc):
         for path in self.done:

@@ -41,6 +41,7 @@ sys.path[0] = HERE  # (run as `python3 scripts/atlas`, the path began at the win
 import host  # noqa: E402
 import kitlock  # noqa: E402
 import params  # noqa: E402
+import trusted  # noqa: E402
 from lab.common import LAB_THREADS, LabError  # noqa: E402
 from lab.suite import folder_name, need_host_tools, the_kernels_there  # noqa: E402
 from record.where import WHERE_CSV  # noqa: E402
@@ -97,7 +98,7 @@ def main(argv=None):
             base = {"NO_INSTALL": "1" if args.no_install else "0"}
             # the labs' builds and tools once, before two labs at once would each
             need_host_tools(args.no_install)  # make them (and apt-get's lock)
-            if not host.make_all("atlas"):
+            if not trusted.make_all("atlas"):
                 return 1
             # the host first: its ns want a quiet machine, before hours of guests
             ok = [measure_host(args, base, host_dir)] if want_host else []

@@ -42,6 +42,7 @@ import host  # noqa: E402
 import kitlock  # noqa: E402
 import params  # noqa: E402
 import record  # noqa: E402
+import trusted  # noqa: E402
 from record import lab as lab_format  # noqa: E402
 from host import ROOT, say  # noqa: E402
 from lab.common import LAB_DIR, LAB_TOP, WHERE_TOP, LabError  # noqa: E402
@@ -76,7 +77,7 @@ def main(argv=None):
         try:
             kitlock.lock("lab", args.lock_wait_s)  # one kit at a time (make atlas's two labs of a kernel: under its lock)
             need_host_tools(args.no_install)
-            if not host.make_all("lab"):
+            if not trusted.make_all("lab"):
                 return 1
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
             end = WHERE_TOP if args.where else LAB_TOP

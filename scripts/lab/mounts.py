@@ -1,36 +1,41 @@
-"""lab/mounts.py: what the lab mounts on the host, always undone: the
-chroot's /proc and /dev for a step (Mounts), and whatever an interrupted
-mmdebstrap or chroot step left under a folder (unmount_under).  Needs
-root and mount/umount.
+"""lab/mounts.py: the chroot's /proc and /dev, mounted on the host for a
+step and always undone (Mounts), also where a later mount failed; what an
+interrupted mmdebstrap or chroot step left mounted under a folder is
+mountinfo.clear's.  Needs root and mount/umount.
 
-Nothing to run: lab/modules.py and lab/suite.py use it.
+Nothing to run: lab/modules.py and tests/userland.py use it.
 """
 import os
 import subprocess
-
-
-def unmount_under(path):
-    """Unmounts whatever is still mounted under PATH, deepest first (lazily
-    where busy): what an interrupted mmdebstrap or chroot step left."""
-    with open("/proc/mounts") as f:
-        mounts = [ln.split()[1] for ln in f if ln.split()[1].startswith(path.rstrip("/") + "/")]
-    for m in sorted(mounts, key=len, reverse=True):
-        if subprocess.run(["umount", m], stderr=subprocess.DEVNULL).returncode != 0:
-            subprocess.run(["umount", "-l", m], stderr=subprocess.DEVNULL)
+import sys
 
 
 class Mounts:
-    """The chroot's /proc and /dev, mounted for a step and always undone."""
+    """BINDS in ROOTFS ([(mount's arguments, the path in ROOTFS)]; default:
+    the chroot's /proc and /dev), each path recorded as it is mounted and
+    those exactly undone on leaving, latest first, lazily where busy; a
+    mount that fails undoes those before it."""
 
-    def __init__(self, rootfs):
+    BINDS = [(["-t", "proc", "proc"], "proc"), (["--bind", "/dev"], "dev")]
+
+    def __init__(self, rootfs, binds=None):
         self.rootfs, self.done = rootfs, []
+        self.binds = self.BINDS if binds is None else binds
+
+    def mount(self, args, path):
+        """Mounts at PATH with mount's ARGS; raises where it fails."""
+        subprocess.run(["mount", *args, path], check=True)
 
     def __enter__(self):
-        for src, dst, args in (("proc", "proc", ["-t", "proc"]), ("/dev", "dev", ["--bind"])):
-            path = os.path.join(self.rootfs, dst)
-            os.makedirs(path, exist_ok=True)
-            subprocess.run(["mount", *args, src, path], check=True)
-            self.done.append(path)
+        try:
+            for args, dst in self.binds:
+                path = os.path.join(self.rootfs, dst)
+                os.makedirs(path, exist_ok=True)
+                self.mount(args, path)
+                self.done.append(path)
+        except BaseException:
+            self.__exit__(*sys.exc_info())
+            raise
         return self
 
     def __exit__(self, *exc):

@@ -27,11 +27,11 @@ from bodies import BODY_BUILD
 import debpkgs
 import host
 import leftovers
+import mountinfo
 from host import ROOT, say
 from tracers import BACKENDS
 from .common import (GUEST_KIT, LAB_DIR, LAB_THREADS, PREFLIGHT, TIMINGS, WHERE_THREADS,
                      LabError, sh)
-from .mounts import unmount_under
 
 # The guest's own: a kernel to boot and its headers (SystemTap's modules),
 # what stap compiles with, what the runner and the init script use.
@@ -63,6 +63,15 @@ QUICK_CONFIGS = ["baseline", "stap-mark", "stap-mark-alibi"]  # the baseline: ov
 # instruction, single-stepped)
 WHERE_CONFIGS = ["baseline", "ftrace-sdt", "bpftrace-sdt-count", "site-sdt-nop10-at1-ftrace",
                  "stap-mark-empty", "ftrace-function"]
+
+
+def clear(path):
+    """PATH gone, what is mounted below it unmounted first, never removed
+    through a mount (mountinfo.clear); its refusal the lab's one line."""
+    try:
+        mountinfo.clear(path)
+    except mountinfo.Refused as e:
+        raise LabError(str(e)) from None
 
 
 def put_kit(rootfs, suite_dir, timings=None):
@@ -279,7 +288,7 @@ class Suite:
         if free < MIN_FREE_MB:
             raise LabError(f"only {free} MB free for the guest, {MIN_FREE_MB} MB needed")
         tmp = self.rootfs + ".tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
+        clear(tmp)  # (what a killed build left, its mounts too)
         os.makedirs(self.dir, exist_ok=True)
         say(f"lab: {self.name}: building its root file system with mmdebstrap "
             "(a few minutes, once; cached in build/lab/)")
@@ -289,16 +298,14 @@ class Suite:
                 *self.aptopts(), self.userland, tmp, *self.sources(m)],
                self.log, timeout=MMDEBSTRAP_S)
         except BaseException:  # LabError, Ctrl-C: nothing half-made is left
-            unmount_under(tmp)
-            shutil.rmtree(tmp, ignore_errors=True)
+            clear(tmp)
             if not os.listdir(self.dir):  # (a SUITE:KERNEL apt could not install)
                 os.rmdir(self.dir)
             raise
         for old in (ok, os.path.join(self.dir, PREFLIGHT)):
             if os.path.exists(old):  # the list: from here until the rename, none names the
                 os.remove(old)       # folder; the pre-flight's answers: the old one's
-        unmount_under(self.rootfs)
-        shutil.rmtree(self.rootfs, ignore_errors=True)
+        clear(self.rootfs)
         os.rename(tmp, self.rootfs)
         with open(ok, "w") as f:
             f.write(f"{' '.join(want)}\n")

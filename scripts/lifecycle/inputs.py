@@ -14,6 +14,7 @@ import kitlock
 import leftovers
 import params
 import record
+import trusted
 from host import ROOT, say
 from tracers import ATTACHED, BACKENDS
 from .cells import lifecycle_cells
@@ -108,7 +109,7 @@ def prepare(args):
     debpkgs.install("lifecycle", sorted({p for t in args.tracers
                                       for p in BACKENDS[t].missing().values()}),
                  args.no_install)
-    if not host.make_all("lifecycle"):
+    if not trusted.make_all("lifecycle"):
         return False
     sweeps = any(t not in BYSTANDER_ONLY for t in args.tracers)
     needed = sorted({b for _, b, *_ in (lifecycle_cells(args) if sweeps else ())} | {LIB_BUILD})

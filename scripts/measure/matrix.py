@@ -15,6 +15,7 @@ import configs
 import debpkgs
 import host
 import record
+import trusted
 import tracers
 import workloads
 from host import say
@@ -64,7 +65,7 @@ def prepare(args, wanted):
     costs = env.missing_packages(wanted, sorted({c.workload for c in args.configs if c.workload}))
     debpkgs.install("run", list(costs), args.no_install, costs)
     workloads.refresh()
-    if not host.make_all("run"):
+    if not trusted.make_all("run"):
         return 1
     # Each back-end settles how it will run (SystemTap its runtime); one
     # that was told to run a way it cannot is an error, before anything
