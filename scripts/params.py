@@ -209,7 +209,7 @@ def parse_script(text):
 
 def probe_name(text):
     """PROBE: provider:name (checked against TARGET's markers in check_user)."""
-    if text and not re.fullmatch(r"[A-Za-z_][\w]*:[A-Za-z_][\w]*", text):
+    if text and not re.fullmatch(r"[A-Za-z_][\w]*:([A-Za-z_][\w]*|\*)", text):
         raise argparse.ArgumentTypeError(f"PROBE '{text}' is not allowed: want provider:name, "
                                          "an SDT marker of TARGET")
     return text
@@ -233,7 +233,7 @@ def check_user(a, error):
     the prediction's) the run's CONFIGS unless CONFIGS was given."""
     a.user = None
     given = [n for n in ("target", "probe", "workload") if getattr(a, n)]
-    if not given:
+    if not given or getattr(a, "against", None):  # (AGAINST's own: measure/dormant.py)
         return
     if len(given) != 3:
         missing = [n.upper() for n in ("target", "probe", "workload") if n not in given]

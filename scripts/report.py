@@ -28,13 +28,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import host  # noqa: E402
 import params  # noqa: E402
 import record  # noqa: E402
-from render import atlas, compare, fleet, lab, lifecycle, runs  # noqa: E402
+from render import atlas, compare, dormant, fleet, lab, lifecycle, runs  # noqa: E402
 
 
 # A folder's kind (record.kind_of) -> its render/ module's report (an exit
 # status); a runs folder, or one of no kind (its report says why it cannot
 # be read), is render/runs.py's, and several are compared.
-KINDS = {m.KIND: m.report for m in (atlas, fleet, lab, lifecycle)}
+KINDS = {m.KIND: m.report for m in (atlas, dormant, fleet, lab, lifecycle)}
 
 
 def parse_args(argv):

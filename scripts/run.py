@@ -27,13 +27,13 @@ import host  # noqa: E402
 import kitlock  # noqa: E402
 import leftovers  # noqa: E402
 from host import Interrupted, say  # noqa: E402
-from measure import matrix  # noqa: E402
+from measure import dormant, matrix  # noqa: E402
 from measure.kit import Kit  # noqa: E402
 
 
 def parse_args(argv):
     """params.parse_args with the back-ends' own variables."""
-    return params.parse_args(argv, tracers.own_params())
+    return params.parse_args(argv, tracers.own_params() + dormant.PARAMS)
 
 
 def main(argv=None):
@@ -44,6 +44,9 @@ def main(argv=None):
     if args.vars:
         print("\n".join(params.defaults(args.params)))
         return 0
+    if args.against:  # what markers cost while no one traces: WORKLOAD against AGAINST
+        dormant.check(args, params.Parser(prog="run.py").error)
+        return against(args)
     wanted = sorted({c.tracer for c in args.configs if tracers.get(c.tracer).attaches})
     kit = Kit(args)
     # SIGINT, SIGTERM and SIGHUP alike (host.STOPS): the rows so far kept,
@@ -75,6 +78,19 @@ def main(argv=None):
         subprocess.run([sys.executable, os.path.join(HERE, "report.py"), kit.folder.dir])
     return 0
 
+
+def against(args):
+    """make run AGAINST=: measure/dormant.py's steps, stoppable as make
+    run's, then its report."""
+    with host.stoppable():
+        try:
+            status = dormant.main(args)
+        except Interrupted as e:
+            say(f"\nrun: interrupted by {e}; the rounds so far are kept")
+            return 130
+    if status == 0 and not args.no_report:
+        subprocess.run([sys.executable, os.path.join(HERE, "report.py"), args.folder])
+    return status
 
 
 if __name__ == "__main__":

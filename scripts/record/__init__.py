@@ -10,6 +10,7 @@ its names from here, and nothing here imports them back.
     fleet.py      make fleet's folder: fleet.json and a runs folder per host
     atlas.py      make atlas's folder: atlas.json, a lab folder per kernel, where/, host/
     lab.py        make lab's top folder: a runs (or lifecycle) folder per suite
+    dormant.py    make run AGAINST='s folder: dormant.csv (ABBA rounds of A and B)
 
 Each writer stamps its kind in the folder's meta.json ("kind", the KIND of
 its module here); kind_of(folder) reads it back, the one rule the report
@@ -26,11 +27,11 @@ import json
 import os
 
 from record.runs import *  # noqa: F401,F403  (the runs format: record.Folder, record.load)
-from record import atlas, fleet, lab, lifecycle, runs
+from record import atlas, dormant, fleet, lab, lifecycle, runs
 
 META = "meta.json"
 KEY = "kind"  # meta.json's stamp
-KINDS = (atlas, fleet, lab, lifecycle, runs)  # each module: KIND, and its folder's files
+KINDS = (atlas, dormant, fleet, lab, lifecycle, runs)  # each module: KIND, and its folder's files
 
 
 def stamp_of(folder):

@@ -1,0 +1,231 @@
+"""make run WORKLOAD='A' AGAINST='B': what markers cost while no one traces
+(scripts/measure/dormant.py, stats/paired.py, render/dormant.py).
+
+- Interval: its coverage under the kit's own stopping rule, simulated with
+  noise like this VM's (a drift that wanders from run to run, run noise,
+  outliers), and the verdicts worked by hand;
+- Input: bad input is an error before any timing;
+- Runs (host tier): the kit's loop with a marker computing its argument
+  against the plain build is `dearer`; the plain build against itself
+  (A/A) holds 0; the passages of the kit's marker are counted exactly and
+  nothing is left attached.
+
+    python3 tests/run_tests.py test_dormant
+"""
+import json
+import math
+import os
+import random
+import subprocess
+import tempfile
+import unittest
+
+from kit_test import ROOT, StateTest, need_build, need_root
+from record.dormant import CHEAPER, DEARER, DORMANT_CSV, SAME
+from stats import paired
+
+RUN_PY = os.path.join(ROOT, "scripts", "run.py")
+
+
+def dormant(args, results, **kw):
+    return subprocess.run(["python3", RUN_PY, "--no-install", "1", "--results", results, *args],
+                          capture_output=True, text=True, timeout=kw.pop("timeout", 600), **kw)
+
+
+class Noise:
+    """Run times like this VM's: log time = a drift that wanders from run
+    to run (AR(1), phi 0.98: neighbours, frequency, steal), plus each run's
+    own noise, plus an outlier now and then (2% of runs, +30%)."""
+
+    def __init__(self, rng, delta, run_s=0.05, phi=0.98, drift_sd=0.03, run_sd=0.02):
+        self.rng, self.delta, self.run_s = rng, delta, run_s
+        self.phi, self.sd, self.run_sd = phi, drift_sd * math.sqrt(1 - phi ** 2), run_sd
+        self.drift, self.clock = rng.gauss(0, drift_sd), 0.0
+
+    def run(self, side):
+        self.drift = self.phi * self.drift + self.rng.gauss(0, self.sd)
+        t = self.run_s * math.exp(self.drift + self.rng.gauss(0, self.run_sd))
+        t *= (1 + self.delta) if side == "A" else 1.0
+        if self.rng.random() < 0.02:
+            t *= 1.3
+        self.clock += t
+        return t
+
+    def abba(self, k, stage):
+        order = self.rng.choice(("ABBA", "BAAB"))
+        walls = {"A": [], "B": []}
+        for side in order:
+            walls[side].append(self.run(side))
+        return paired.round_pct(walls["A"], walls["B"])
+
+
+class Interval(unittest.TestCase):
+    """The 95% interval of the ABBA rounds under the stopping rule (a
+    pilot, Stein's second stage, a time cap) holds the true difference
+    95% of the time, a short pilot (a tight cap) included; A/A comes out
+    `same` as often."""
+
+    SIMS = 1500
+
+    def coverage(self, delta, budget_s=20.0, precision=1.0):
+        rng = random.Random(6601 + int(delta * 1000))
+        held = same = 0
+        for _ in range(self.SIMS):
+            noise = Noise(rng, delta)
+            got = paired.stopping(noise.abba, budget_s, precision, now=lambda: noise.clock)
+            ans = paired.answer(got["figures"], got["pilot"])
+            truth = 100 * delta
+            held += ans["lo_pct"] <= truth <= ans["hi_pct"]
+            same += ans["verdict"] == SAME
+        return held / self.SIMS, same / self.SIMS
+
+    def test_a_a(self):
+        held, same = self.coverage(0.0)
+        self.assertGreaterEqual(held, 0.94)
+        self.assertGreaterEqual(same, 0.94)
+
+    def test_a_known_difference(self):
+        held, _ = self.coverage(0.02)
+        self.assertGreaterEqual(held, 0.94)
+        held, same = self.coverage(0.10, budget_s=5.0)  # (a pilot of 6 rounds)
+        self.assertGreaterEqual(held, 0.94)
+        self.assertLess(same, 0.01)  # (10% is found, by every try)
+
+    def test_the_rule_by_hand(self):
+        """A round's figure, the pilot's size, Stein's second stage."""
+        self.assertAlmostEqual(paired.round_pct([11, 13], [10, 10]), 20.0)
+        self.assertEqual(paired.pilot_rounds(1.0, 20.0), 6)  # (a fifth of 20 s: 4 rounds, 6 least)
+        self.assertEqual(paired.pilot_rounds(0.1, 20.0), 30)  # (40 fit: 30 most)
+        self.assertEqual(paired.pilot_rounds(0.2, 20.0), 20)
+        # pilot 1, 2, 3, 4, 5, 6: sd 1.8708; t(5) 2.571: (2.571 x 1.8708 / 1)^2 = 23.13 -> 24
+        self.assertEqual(paired.rounds_needed([1, 2, 3, 4, 5, 6], 1.0), 24)
+        self.assertEqual(paired.rounds_needed([1, 2, 3, 4, 5, 6], 10.0), 6)
+
+    def test_verdicts_by_hand(self):
+        """Figures 1..6 (pilot 6): mean 3.5, half-width 2.571 x 1.8708 /
+        sqrt(6) = 1.9637: [1.536, 5.464], dearer; the same less 3.5 holds
+        0 (same); less 10, below 0 (cheaper)."""
+        ans = paired.answer([1, 2, 3, 4, 5, 6], 6)
+        self.assertAlmostEqual(ans["half_pct"], 1.9637, places=3)
+        self.assertAlmostEqual(ans["lo_pct"], 1.5363, places=3)
+        self.assertEqual(ans["verdict"], DEARER)
+        self.assertEqual(paired.answer([x - 3.5 for x in range(1, 7)], 6)["verdict"], SAME)
+        self.assertEqual(paired.answer([x - 10 for x in range(1, 7)], 6)["verdict"], CHEAPER)
+        # every round's spread, not the pilot's alone: 1..6 and six 3.5s,
+        # sd sqrt(17.5 / 11) = 1.2613, t(11) as the kit's table has it (10's,
+        # 2.228, a touch wider): 2.228 x 1.2613 / sqrt(12) = 0.8112
+        ans = paired.answer([1, 2, 3, 4, 5, 6] + [3.5] * 6, 6)
+        self.assertAlmostEqual(ans["half_pct"], 0.8112, places=3)
+
+
+class BadInput(unittest.TestCase):
+    """AGAINST's bad input: an error naming the value and what is allowed,
+    exit 2, before any timing (no row)."""
+
+    CASES = [
+        (["--against", "true"], "AGAINST needs WORKLOAD"),
+        (["--workload", "true", "--against", "true", "--target",
+          os.path.join(ROOT, "build", "benchmark-sdt")],
+         "with AGAINST, TARGET and PROBE go together: PROBE missing"),
+        (["--workload", "true", "--against", "'unclosed"], "AGAINST ''unclosed' is not allowed"),
+        (["--workload", "true", "--against", "true", "--dormant-precision", "0"],
+         "DORMANT_PRECISION '0' is not allowed"),
+        (["--workload", "true", "--against", "true", "--dormant-method", "x"],
+         "DORMANT_METHOD 'x' is not allowed"),
+    ]
+
+    def test_refused(self):
+        with tempfile.TemporaryDirectory() as res:
+            for args, want in self.CASES:
+                with self.subTest(args=args):
+                    r = dormant(args, res)
+                    self.assertEqual(r.returncode, 2, r.stderr[-2000:])
+                    self.assertIn(want, r.stderr)
+            self.assertEqual(os.listdir(res), [])
+
+    def test_probe_not_of_target(self):
+        need_build(self, "sdt")
+        target = os.path.join(ROOT, "build", "benchmark-sdt")
+        with tempfile.TemporaryDirectory() as res:
+            r = dormant(["--workload", "true", "--against", "true", "--target", target,
+                         "--probe", "nope:*"], res)
+            self.assertEqual(r.returncode, 2, r.stderr[-2000:])
+            self.assertIn("PROBE 'nope:*' is not allowed", r.stderr)
+            self.assertIn("it has benchmark:", r.stderr)
+
+    def test_a_command_that_fails_or_does_other_work(self):
+        """Each command runs once first: a failing one, or two whose outputs
+        differ in size, end the run before any timing, the reason in meta."""
+        cases = [(["false"], ["true"], "WORKLOAD 'false' failed: exit status 1"),
+                 (["true"], ["sh", "-c", "exit 3"], "AGAINST 'sh -c 'exit 3'' failed: exit "
+                  "status 3"),
+                 (["echo", "a"], ["seq", "1000"], "WORKLOAD and AGAINST do other work: their "
+                  "outputs are 2 and 3,893 bytes"),
+                 (["/nonexistent/prog"], ["true"], "cannot start")]
+        with tempfile.TemporaryDirectory() as res:
+            for a, b, want in cases:
+                with self.subTest(a=a, b=b):
+                    r = dormant(["--workload", " ".join(a), "--against",
+                                 subprocess.list2cmdline(b) if b[0] != "sh" else
+                                 "sh -c 'exit 3'", "--threads", "1"], res)
+                    self.assertEqual(r.returncode, 2, r.stderr[-2000:])
+                    self.assertIn(want, r.stderr)
+                    self.assertIn("nothing was timed", r.stderr)
+                    folder = os.path.realpath(os.path.join(res, "latest"))
+                    self.assertFalse(os.path.exists(os.path.join(folder, DORMANT_CSV)))
+                    with open(os.path.join(folder, "meta.json")) as f:
+                        self.assertIn(want, json.load(f)["error"])
+
+
+def loop(build, n):
+    return f"build/benchmark-{build} --threads 1 --iterations {n} --quiet"
+
+
+class Runs(StateTest):
+    """The kit's own loop as two commands: the marker that computes its
+    argument (sdt-expensive) against the plain build is dearer; the plain
+    build against itself holds 0 (A/A, at a 99.9% width: a 95% one fails
+    one try in twenty by design); each method names itself."""
+
+    def answer(self, a, b, *more, seconds="8"):
+        with tempfile.TemporaryDirectory() as res:
+            r = dormant(["--workload", a, "--against", b, "--threads", "1",
+                         "--dormant-s", seconds, *more], res)
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+            with open(os.path.join(res, "latest", "report.json")) as f:
+                got = json.load(f)
+            self.assertTrue(os.path.exists(os.path.join(res, "latest", "report.md")))
+            return got["answers"]["1"], r.stdout, got
+
+    def test_planted_difference(self):
+        need_build(self, "sdt-expensive")
+        for method in ("abba", "duet"):
+            with self.subTest(method=method):
+                ans, out, _ = self.answer(loop("sdt-expensive", 1000000), loop("plain", 1000000),
+                                          "--dormant-method", method)
+                self.assertEqual(ans["verdict"], DEARER, out)
+                self.assertGreater(ans["lo_pct"], 50)
+                self.assertEqual(ans["method"], method)
+                self.assertIn(f"{method} rounds", out)
+
+    def test_a_a(self):
+        need_build(self, "plain")
+        ans, out, _ = self.answer(loop("plain", 5000000), loop("plain", 5000000))
+        wide = ans["half_pct"] * 3.29 / 1.96  # (~99.9%, the t tail aside)
+        self.assertLessEqual(abs(ans["mean_pct"]), wide, out)
+
+    def test_passages(self):
+        """TARGET and PROBE='benchmark:*': one run of A with a uprobe on the
+        marker counts its passages, exactly; nothing left attached (the
+        test's state check)."""
+        need_root(self)
+        need_build(self, "sdt")
+        _, out, got = self.answer(loop("sdt", 200000), loop("plain", 200000), "--target",
+                                  os.path.join(ROOT, "build", "benchmark-sdt"), "--probe",
+                                  "benchmark:*")
+        self.assertEqual(got["passages"], {"benchmark:single_trace": 200000}, out)
+        self.assertIn("a passage", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
