@@ -9,8 +9,10 @@ holding its pid, its start time (so a pid the kernel gave to a new process
 is not the kit), its pid namespace (tracefs is the kernel's, /proc the
 namespace's: a kit never judges another namespace's kit) and the tracers
 it started by path (bpftrace, perf stat -a, stap), each with its start
-time.  A kit that ends in any way but SIGKILL removes its file; the next
-kit finds a file whose kit is dead, removes what that kit's names left
+time.  A kit that ends in any way but SIGKILL removes its file, unless
+its own cleanup failed (keep(): a detach, a teardown, its last sweep):
+then the file stays, as a killed kit's would, for the next kit to sweep
+what it left.  The next kit finds a file whose kit is dead, removes what that kit's names left
 (leftovers.py), stops the tracers it lists that still run (the same pid
 and start time, SIGTERM then SIGKILL), and removes the file.  A name with
 no file behind it (a user's own `kitface_1`) is never the kit's.
@@ -98,8 +100,21 @@ def tracer(pid):
     write(_mine["id"], _mine)
 
 
-def unregister():
+def keep(why):
+    """This kit's own cleanup failed (WHY, in words): its record stays in
+    STATE when it ends (unregister leaves it, WHY in it), so that the next
+    kit, finding it dead, sweeps what it left (leftovers.py) as it would a
+    killed kit's."""
     if not _mine or _mine["pid"] != os.getpid():
+        return
+    _mine["left"] = [*_mine.get("left", []), why]
+    write(_mine["id"], _mine)
+
+
+def unregister():
+    """This kit's record removed as it ends (atexit), unless its cleanup
+    failed (keep)."""
+    if not _mine or _mine["pid"] != os.getpid() or _mine.get("left"):
         return
     forget(_mine["id"])
     _mine.clear()

@@ -13,7 +13,9 @@ one of make lab's guest kernels with the kit inside.
 `cases` names each cell CONFIG-tTHREADS, measured as the cell's cost per
 event over its own baseline (the report's mean), in the folder's unit (ns,
 or instructions in a guest under -icount), with CONFIG-tTHREADS-lo and -hi
-for its 95% interval's bounds; a baseline's cell is its time a call.  Its
+for its 95% interval's bounds; a baseline's cell is its time a call, and
+so is a real program's cell whose events nothing counted, its units
+saying so (ns/call: a cost a call is never passed off as one an event).  Its
 result: pass where every timed run is lossless, skip where it was
 skipped, fail otherwise (the reason is the report's).  `job` embeds
 lava/kit.yaml inline; `validate` and `job` check with LAVA's own schemas
@@ -70,12 +72,14 @@ def cases(folder):
         if not o:  # no figure: not a time a call under a cost's name
             out.append((name, result, None, unit))
             continue
-        if cfg and cfg.workload:  # per event, as the report says it
+        per = unit
+        if cfg and cfg.workload:  # per event, as the report says it: where counted
             o = per_event(c, workloads.get(cfg.workload))
-        out.append((name, result, o["mean_ns"], unit))
+            per = unit if o["per"] == "event" else f"{unit}/{o['per']}"  # (a call's: said)
+        out.append((name, result, o["mean_ns"], per))
         for end in ("lo", "hi"):
             if o[f"{end}_ns"] is not None:
-                out.append((f"{name}-{end}", result, o[f"{end}_ns"], unit))
+                out.append((f"{name}-{end}", result, o[f"{end}_ns"], per))
     timed = {(c["config"], c["threads"]) for c in a["cells"]}
     for r in rows:  # a skipped row has no repetition: no cell of the analysis
         key = (r["config"], r["threads"])

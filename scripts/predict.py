@@ -64,16 +64,21 @@ def ratio_ci(a, b):
 BAND = (0.85, 1.15)
 
 
+# The verdicts (verdict()), their one home: render/ says them by these names.
+PREDICTED, DEARER, CHEAPER, UNRESOLVED = "predicted", "dearer", "cheaper", "not resolved"
+GAPS = (DEARER, CHEAPER)  # a verdict the loop did not predict, one way or the other
+
+
 def verdict(lo, hi):
-    """Of the ratio's 95% interval [LO, HI]: `predicted` where it lies
-    within BAND, `dearer` or `cheaper` (than the loop) where it lies wholly
-    above or below it, `not resolved` where it straddles one of BAND's
-    edges (more runs would narrow it); None without an interval."""
+    """Of the ratio's 95% interval [LO, HI]: PREDICTED where it lies
+    within BAND, DEARER or CHEAPER (than the loop) where it lies wholly
+    above or below it, UNRESOLVED where it straddles one of BAND's edges
+    (more runs would narrow it); None without an interval."""
     if lo is None:
         return None
     if BAND[0] <= lo and hi <= BAND[1]:
-        return "predicted"
-    return "dearer" if lo > BAND[1] else "cheaper" if hi < BAND[0] else "not resolved"
+        return PREDICTED
+    return DEARER if lo > BAND[1] else CHEAPER if hi < BAND[0] else UNRESOLVED
 
 
 # Checks of a row's count under which its events a call are not a count to
@@ -232,7 +237,7 @@ def causes(c, w, cells):
 # contention between CPUs the turns do not have: either way); other
 # processes' events are in the tracer's count, so in the prediction, but
 # their traps are taken in their own processes (cheaper only).
-MOVES = {"semaphore": ("dearer",), "turns": ("dearer", "cheaper"), "bystanders": ("cheaper",)}
+MOVES = {"semaphore": (DEARER,), "turns": GAPS, "bystanders": (CHEAPER,)}
 
 
 def explains(p):

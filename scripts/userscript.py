@@ -7,16 +7,19 @@ docs/bodies.md): what the kit takes from it and gives back.
   the path with its .text: the file is never opened by name again, so a
   file swapped for a link, a FIFO or another user's file after the check
   changes nothing); a copy is run from the run's scratch folder (its path
-  never reaches a tool's grammar or a shell), as written, with one probe added
-  at its end that prints the kit's live line once every other probe is
-  attached (bpftrace's BEGIN, SystemTap's begin): that is how the kit
-  knows when to release the target.
+  never reaches a tool's grammar or a shell), as written, with the kit's
+  live line printed once every other probe is attached (bpftrace's one
+  BEGIN, the script's own where it has one; SystemTap's begin, one more):
+  that is how the kit knows when to release the target (with_live).  A
+  script that ends by itself before the workload does fails its run
+  (tracers/base.py, script_events).
 - The tracer is named by the file's ending (configs.SCRIPT_KINDS).
 - Its events are not its own count: they are the marker's, by the
   program's count (the kit's marker fires once a call) or by the
   witnesses of a user's program (measure/witness.py).  What it said it
-  lost is read from its output by meaning ("Lost N events", "lost N
-  perf_events").
+  lost is read from its own output by meaning ("Lost N events", "lost N
+  perf_events"): its stdout and stderr, never the run's log, which holds
+  the workload's output too.
 - The loop body it is closest to (closest): the dearest feature its text
   has, from bodies.BODIES, whose price the loop predicts it by; the
   others it has are named (a script with several is dearer than any one).
@@ -115,9 +118,13 @@ def read(path):
     if len(data) > MAX_SCRIPT_BYTES:  # (it grew after fstat)
         raise Unreadable(f"it has over {MAX_SCRIPT_BYTES:,} bytes")
     try:
-        return Script(path, data.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise Unreadable("it is not UTF-8 text") from None
+    why = kind(path) and live_problem(kind(path), text)
+    if why:
+        raise Unreadable(why)
+    return Script(path, text)
 
 
 # Features every dearer body of BODIES has in its price already: the count,
@@ -203,8 +210,17 @@ def per_event(tracer, text):
     fire on a user's process (EVENT_PROBE), a top-level `{...}` each, with
     what stands before it up to the previous one its header; all of TEXT
     where none is found."""
-    blocks, depth, start, head = [], 0, 0, 0
-    for i, ch in enumerate(text):
+    found = [text[start:end + 1] for head, start, end in blocks(text)
+             if EVENT_PROBE[tracer].search(text[head:start])]
+    return " ".join(found) if found else text
+
+
+def blocks(bare):
+    """(head, open, close) of each top-level `{...}` in BARE (comments and
+    strings out): its header from HEAD (just after the block before) up to
+    OPEN, its `{`; CLOSE, its `}`."""
+    depth, start, head = 0, 0, 0
+    for i, ch in enumerate(bare):
         if ch == "{":
             if depth == 0:
                 start = i
@@ -212,10 +228,8 @@ def per_event(tracer, text):
         elif ch == "}" and depth:
             depth -= 1
             if depth == 0:
-                if EVENT_PROBE[tracer].search(text[head:start]):
-                    blocks.append(text[start:i + 1])
+                yield head, start, i
                 head = i + 1
-    return " ".join(blocks) if blocks else text
 
 
 def masked(text):
@@ -225,20 +239,74 @@ def masked(text):
     return re.sub(r'//[^\n]*|/\*.*?\*/|"(\\.|[^"\\])*"', blank, text, flags=re.S)
 
 
+# bpftrace's BEGIN in a block's header (its probe list: after the last `;`
+# or `#` line before it): alone, with a predicate, or among other probes.
+BEGIN_ALONE = re.compile(r"\s*(BEGIN|begin)\s*")
+BEGIN_PREDICATE = re.compile(r"\s*(BEGIN|begin)\s*/(.*)/\s*", re.S)
+BEGIN_LISTED = re.compile(r"(?:^|,)\s*(BEGIN|begin)\s*(?=,|/|\Z)")
+LISTED_PREDICATE = ("its BEGIN shares a probe list that has a predicate (`BEGIN, END /x/ {`), "
+                    "and bpftrace takes one BEGIN probe, where the kit prints its live line: "
+                    "give BEGIN a block of its own")
+
+
+def first_begin(bare):
+    """(how, its probe list's start, the BEGIN's match in it, open, close)
+    of the first top-level block of bpftrace text BARE (comments and
+    strings out) whose probes hold BEGIN, HOW "alone", "predicate",
+    "listed" or "listed-predicate"; None where none does."""
+    for head, start, end in blocks(bare):
+        at = head
+        for m in re.finditer(r";|^[ \t]*#[^\n]*", bare[head:start], re.M):
+            at = head + m.end()
+        part = bare[at:start]
+        for how, pattern in (("alone", BEGIN_ALONE), ("predicate", BEGIN_PREDICATE)):
+            m = pattern.fullmatch(part)
+            if m:
+                return how, at, m, start, end
+        m = BEGIN_LISTED.search(part.rstrip())
+        if m:
+            how = "listed-predicate" if part.rstrip().endswith("/") else "listed"
+            return how, at, m, start, end
+    return None
+
+
+def live_problem(tracer, text):
+    """Why the kit cannot add its live line to script TEXT (with_live), in
+    words, or None."""
+    found = tracer == "bpftrace" and first_begin(masked(text))
+    return LISTED_PREDICATE if found and found[0] == "listed-predicate" else None
+
+
 def with_live(tracer, text, live):
     """TEXT as written, and the kit's live line printed once every probe is
     attached: bpftrace takes one BEGIN probe alone ("More than one BEGIN
     probe defined"), so where the script has its own, the printf goes first
-    in it; else (and for SystemTap, which takes several) one probe is
-    appended."""
-    if tracer == "bpftrace":
-        bare, depth = masked(text), 0
-        for m in re.finditer(r"[{}]|\b(BEGIN|begin)\s*\{", bare):
-            if m.group(1) and depth == 0:
-                at = m.end()
-                return text[:at] + f' printf("{live}\\n"); ' + text[at:]
-            depth += 1 if m.group(0).endswith("{") else -1
-    return text + "\n" + LIVE_PROBE[tracer].format(live=live) + "\n"
+    in it, whatever its predicate (`BEGIN /x/ { ... }` becomes `BEGIN {
+    printf(...); if (x) { ... } }`); a BEGIN that shares its probe list
+    (`BEGIN, END { ... }`) leaves it, blanked, for a block of its own at the
+    end, its body the same.  Lines keep their numbers (a tool's error names
+    the user's line) but in what is appended.  Else (and for SystemTap,
+    which takes several) one probe is appended.  A BEGIN listed with a
+    predicate is refused before (live_problem)."""
+    found = tracer == "bpftrace" and first_begin(masked(text))
+    printf = f'printf("{live}\\n");'
+    if not found:
+        return text + "\n" + LIVE_PROBE[tracer].format(live=live) + "\n"
+    how, at, m, start, end = found
+    if how == "alone":
+        return text[:start + 1] + f" {printf} " + text[start + 1:]
+    if how == "predicate":
+        b, p0, p1 = at + m.end(1), at + m.start(2), at + m.end(2)
+        return (text[:b] + f" {{ {printf} if" + text[b:p0 - 1] + "(" + text[p0:p1] + ")"
+                + text[p1 + 1:start] + text[start:end + 1] + " }" + text[end + 1:])
+    if how == "listed-predicate":
+        raise ValueError(LISTED_PREDICATE)
+    t0, t1 = at + m.start(1), at + m.end(1)
+    comma = re.match(r"\s*,", text[t1:start])
+    t0, t1 = (t0, t1 + comma.end()) if comma else (at + m.start(), t1)
+    blank = re.sub(r"[^\n]", " ", text[t0:t1])
+    return (text[:t0] + blank + text[t1:] + f"\nBEGIN {{ {printf} " + text[start + 1:end]
+            + "}\n")
 
 
 def runnable(path, tracer, scratch, live):
@@ -252,19 +320,27 @@ def runnable(path, tracer, scratch, live):
     return out
 
 
-def keep(out, log, tracer):
+def cut(src, dst):
+    """File SRC's first KEEP_BYTES written to DST (open, binary), and a line
+    saying where it was cut if it was."""
+    size = os.path.getsize(src)
+    with open(src, "rb") as f:
+        dst.write(f.read(KEEP_BYTES))
+    if size > KEEP_BYTES:
+        dst.write(f"\n[kit: cut here: {size:,} bytes in all, the first {KEEP_BYTES:,} "
+                  "kept]\n".encode())
+
+
+def keep(out, err, log, tracer):
     """The run's output OUT kept beside its LOG (cut at KEEP_BYTES); (what
-    it said it lost, in all: its output and its log, or 0; the kept file's
-    name)."""
+    it said it lost, in all: in its own output alone, OUT and its stderr
+    ERR (or None), never the log, which holds the workload's output too,
+    or 0; the kept file's name)."""
     kept = log[:-len(".log")] + ".script.out" if log.endswith(".log") else log + ".script.out"
-    size = os.path.getsize(out)
-    with open(out, "rb") as src, open(kept, "wb") as dst:
-        dst.write(src.read(KEEP_BYTES))
-        if size > KEEP_BYTES:
-            dst.write(f"\n[kit: cut here: {size:,} bytes in all, the first {KEEP_BYTES:,} "
-                      "kept]\n".encode())
+    with open(kept, "wb") as dst:
+        cut(out, dst)
     lost = 0
-    for name in (out, log):
+    for name in (out, err) if err else (out,):
         with open(name, errors="replace") as f:
             for line in f:
                 lost += sum(int(n) for n in LOST[tracer].findall(line))

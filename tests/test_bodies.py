@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from types import SimpleNamespace
 from unittest import mock
 
 from kit_test import ROOT, StateTest, kit, need_build, need_tracer, rows_of
@@ -23,9 +24,13 @@ import params
 import record
 import stats
 import userscript
+import predict
+import tracers
 from measure import witness
+from measure.supervise import Supervisor
 from record import Events
-from tracers import bpftrace
+from stats.analysis import event_check
+from tracers import base, bpftrace
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "bodies")
 
@@ -154,6 +159,9 @@ class ScriptInput(unittest.TestCase):
             self.refused(os.path.join(d, "link.bt"), "it is a symbolic link")
             os.mkfifo(os.path.join(d, "fifo.bt"))  # (refused at once, never waited on)
             self.refused(os.path.join(d, "fifo.bt"), "not a regular file")
+            with open(os.path.join(d, "listed.bt"), "w") as f:  # (no second BEGIN to add)
+                f.write('// BEGIN { }\nBEGIN, END /@x/ { @n = count(); }\n')
+            self.refused(os.path.join(d, "listed.bt"), userscript.LISTED_PREDICATE)
 
     def test_read_once(self):
         """What the kit uses after the check is the text it read then: the
@@ -243,20 +251,27 @@ class Closest(unittest.TestCase):
 
 
 class ScriptOutput(unittest.TestCase):
-    """What a script said it lost, by meaning, in its output and its log;
-    its output kept beside the run's log, cut at KEEP_BYTES."""
+    """What a script said it lost, by meaning, in its own output alone (its
+    stdout and its stderr: the run's log holds the workload's output too,
+    whose "Lost 100 events" is not the tool's); its output kept beside the
+    run's log, cut at KEEP_BYTES."""
 
     def test_lost_and_kept(self):
         with tempfile.TemporaryDirectory() as d:
             out, log = os.path.join(d, "bpftrace.out"), os.path.join(d, "run-t1-r1.log")
+            err = os.path.join(d, "bpftrace.err")
             with open(out, "w") as f:
                 f.write("a\nLost 5 events\nb\nLost 7 events\n" + "x" * 100)
-            with open(log, "w") as f:
-                f.write("$ bpftrace script.bt\nlost 3 perf_events\n")
-            self.assertEqual(userscript.keep(out, log, "bpftrace"), (12, "run-t1-r1.script.out"))
-            self.assertEqual(userscript.keep(out, log, "stap")[0], 3)
+            with open(err, "w") as f:
+                f.write("Attaching 2 probes...\nlost 3 perf_events\nLost 1 events\n")
+            with open(log, "w") as f:  # the workload's own words: never the tool's
+                f.write("$ bpftrace script.bt\nLost 100 events\nlost 200 perf_events\n")
+            self.assertEqual(userscript.keep(out, err, log, "bpftrace"),
+                             (13, "run-t1-r1.script.out"))
+            self.assertEqual(userscript.keep(out, err, log, "stap")[0], 3)
+            self.assertEqual(userscript.keep(out, None, log, "bpftrace")[0], 12)
             with mock.patch.object(userscript, "KEEP_BYTES", 10):
-                userscript.keep(out, log, "bpftrace")
+                userscript.keep(out, err, log, "bpftrace")
             with open(os.path.join(d, "run-t1-r1.script.out")) as f:
                 kept = f.read()
             self.assertTrue(kept.startswith("a\nLost 5 e\n[kit: cut here: "), kept)
@@ -274,12 +289,111 @@ class ScriptOutput(unittest.TestCase):
         self.assertEqual(userscript.with_live("stap", "probe begin { }", "live"),
                          'probe begin { }\nprobe begin { printf("live\\n") }\n')
 
+    def test_one_begin_whatever_its_form(self):
+        """A BEGIN with a predicate keeps it on its own body, the live line
+        printed whatever it says; a BEGIN that shares its probe list leaves
+        it (blanked: every line before the end keeps its number) for a block
+        of its own at the end, the same body; one listed with a predicate is
+        refused (ScriptInput); either way, one BEGIN in all."""
+        live = 'printf("live\\n");'
+        cases = {
+            '#include <x.h>\nBEGIN /$1 / 2 > 0/ { @a = 1; }\nu:/x:f { }\n':
+                f'#include <x.h>\nBEGIN {{ {live} if ($1 / 2 > 0) {{ @a = 1; }} }}\nu:/x:f {{ }}\n',
+            'BEGIN, END { @a = 1; }\n':
+                f'       END {{ @a = 1; }}\n\nBEGIN {{ {live}  @a = 1; }}\n',
+            'END,\n  BEGIN { exit(); }\n':
+                f'END \n        {{ exit(); }}\n\nBEGIN {{ {live}  exit(); }}\n',
+            'BEGIN,interval:s:1 { @t = count(); }':
+                f'      interval:s:1 {{ @t = count(); }}\nBEGIN {{ {live}  @t = count(); }}\n',
+        }
+        for text, want in cases.items():
+            with self.subTest(text=text):
+                got = userscript.with_live("bpftrace", text, "live")
+                self.assertEqual(got, want)
+                bare = userscript.masked(got)
+                self.assertEqual(len([1 for _, s, _ in userscript.blocks(bare)
+                                      if "BEGIN" in bare[:s].rsplit("}", 1)[-1]]), 1, got)
+        self.assertIsNone(userscript.live_problem("bpftrace", "BEGIN /x/ { }"))
+        self.assertEqual(userscript.live_problem("bpftrace", "END, BEGIN /x/ { }"),
+                         userscript.LISTED_PREDICATE)
+
     def test_runnable_appends_one_probe(self):
         with tempfile.TemporaryDirectory() as d:
             src = os.path.join(FIXTURES, "ustack-printf.bt")
             copy = userscript.runnable(userscript.read(src), "bpftrace", d, "kit: live")
             with open(src) as f, open(copy) as g:
                 self.assertEqual(g.read(), f.read() + '\nBEGIN { printf("kit: live\\n"); }\n')
+
+
+class ScriptEnds(unittest.TestCase):
+    """A script run beside a held workload (tracers/base.py's start_script,
+    measure/supervise.py's wait): one that ends by itself while the
+    workload runs (an exit(), an interval that exits) traced a part of the
+    run, and the run fails, saying so; one that runs until the kit's SIGINT
+    is the run's, and what it lost is what it said, not the workload's
+    "Lost 100 events" in the log.  A Python stand-in for bpftrace (its
+    live line, its words), no tracer."""
+
+    WORKLOAD = ("import sys, time; sys.stdin.read(1); "
+                "print('Lost 100 events', file=sys.stderr, flush=True); time.sleep({s})")
+    WHOLE = ("import signal, sys; signal.signal(signal.SIGINT, lambda *a: sys.exit(0)); "
+             "print({live!r}, flush=True); print('Lost 4 events', file=sys.stderr, flush=True); "
+             "signal.pause()")
+    EXITS = "import time; print({live!r}, flush=True); time.sleep(0.2)"
+
+    def run_script(self, script, workload_s):
+        d = tempfile.mkdtemp(prefix="kit-test-")
+        self.addCleanup(shutil.rmtree, d)
+        tracer = tracers.get("bpftrace")
+        run = SimpleNamespace(
+            scratch=d, log=os.path.join(d, "user-script-bpftrace-t1-r1.log"), pids=set(),
+            state=tracer.State(), env=dict(os.environ), target_pid=None,
+            cfg=SimpleNamespace(script="/home/me/my.bt", name="user-script-bpftrace"),
+            wrapped=lambda cmd: False)
+        cmd = [sys.executable, "-c", script.format(live=base.LIVE_LINE)]
+        sup = Supervisor()
+        try:
+            sup.execute(tracer, run, [sys.executable, "-c", self.WORKLOAD.format(s=workload_s)],
+                        30, d, release=lambda: base.start_script(tracer, run, cmd, "copy.bt"))
+            return base.script_events(tracer, run, tracer.stop_live(run))
+        finally:
+            tracer.stop_live(run)
+
+    def test_one_that_exits_early_fails(self):
+        with self.assertRaises(base.TracerError) as cm:
+            self.run_script(self.EXITS, 1.5)
+        self.assertTrue(str(cm.exception).startswith(base.EXITED_EARLY), cm.exception)
+
+    def test_one_that_runs_to_the_end(self):
+        ev = self.run_script(self.WHOLE, 0.3)
+        self.assertEqual((ev.seen, ev.dropped), (None, 4), ev.note)
+        self.assertIn("it said it lost 4 events", ev.note)
+
+
+class ScriptLosses(unittest.TestCase):
+    """A script's own losses come first: a cell whose runs said they lost
+    events is DROPPED (no `predicted`), though each run is `unverified`
+    (it counts nothing of its own) or another run never fired."""
+
+    def row(self, status, dropped=0, expected=4000, reason=""):
+        return {"status": status, "events_seen": "", "events_dropped": str(dropped),
+                "events_expected": str(expected), "reason": reason}
+
+    def test_losses_first(self):
+        yours = [self.row("unverified", 5), self.row("unverified")]
+        self.assertEqual(event_check(yours)["verdict"], "DROPPED")
+        self.assertEqual(event_check([self.row("unverified", 5, "")])["verdict"], "DROPPED")
+        silent = dict(self.row("never-fires", 0, 0, "0 events: why"), events_seen="0")
+        lost = dict(self.row("dropped", 10, 1000), events_seen="990")
+        self.assertEqual(event_check([silent, lost])["verdict"], "DROPPED")
+        self.assertEqual(event_check([self.row("unverified")] * 2)["verdict"], "unverified")
+        p = {"check": event_check(yours)["verdict"], "twin_threads": 1}
+        self.assertEqual(predict.compare(p, None), "no verdict: its own count failed (DROPPED)")
+
+    def test_the_runs_reason_says_it(self):
+        status, reason = record.count_verdict(True, None, Events(12, 3, "no count of its own"))
+        self.assertEqual((status, reason), ("unverified", "the tracer said it lost 3 events; "
+                                                          "no count of its own"))
 
 
 class ScriptWitness(unittest.TestCase):

@@ -643,6 +643,53 @@ class OneAtATime(unittest.TestCase):
                 os.kill(child, signal.SIGKILL)
 
 
+class CleanupFailed(unittest.TestCase):
+    """A kit whose own cleanup failed (a detach, a teardown) stays
+    registered (kitstate.keep): unregister leaves its record, so the next
+    kit, finding it dead, sweeps what it left, as it would a killed kit's;
+    a kit whose cleanup did all it had to is forgotten as it ends (issue
+    67).  kitstate's files mocked: no root, nothing written."""
+
+    def cleanup_then_end(self, fails):
+        import kitstate
+        from types import SimpleNamespace
+        from unittest import mock
+        from measure.supervise import Supervisor
+
+        class Stuck(tracers.Tracer):
+            name = "stuck"
+
+            def detach(self, run):
+                if fails:
+                    raise tracers.TracerError("uprobe_events: Device or resource busy")
+        sup = Supervisor()
+        sup.attached.append((Stuck(), SimpleNamespace(cfg=SimpleNamespace(name="ftrace-sdt"))))
+        mine = {"id": "abc", "pid": os.getpid(), "start": "1", "pidns": "", "tracers": []}
+        written = []  # (id, the record as it was written)
+        with mock.patch.dict(kitstate._mine, mine, clear=True), \
+                mock.patch.object(kitstate, "write", lambda kid, rec: written.append(
+                    (kid, dict(rec)))), \
+                mock.patch.object(kitstate, "forget") as forget, \
+                mock.patch.object(Supervisor, "remove_leftovers"), \
+                mock.patch.object(Supervisor, "sweep"), \
+                mock.patch("measure.supervise.say"):
+            sup.cleanup()
+            kitstate.unregister()
+        return written, forget
+
+    def test_kept_for_the_next_kit(self):
+        written, forget = self.cleanup_then_end(fails=True)
+        forget.assert_not_called()
+        self.assertEqual([(kid, rec.get("left")) for kid, rec in written],
+                         [("abc", ["cleanup of ftrace-sdt: uprobe_events: Device or resource "
+                                   "busy"])])
+
+    def test_forgotten_when_all_was_undone(self):
+        written, forget = self.cleanup_then_end(fails=False)
+        forget.assert_called_once_with("abc")
+        self.assertEqual(written, [])
+
+
 class OneAtATimeAsRoot(unittest.TestCase):
     """Another user's hold on root's lock file (anyone may flock a file
     they can read) keeps no root kit waiting: it says who holds it and

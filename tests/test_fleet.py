@@ -289,6 +289,27 @@ class Table(unittest.TestCase):
         with open(os.path.join(top, render_fleet.FLEET_JSON), "w") as f:
             json.dump({"inventory": "x.yml", "make_vars": [], "seconds": 1, "hosts": hosts}, f)
 
+    def test_a_call_is_not_an_event(self):
+        """A real program's row whose events nothing counted (a user's
+        script) is a cost a call, its unit saying so (ns/call), under no
+        "per event" heading (issue 67)."""
+        import record
+        with tempfile.TemporaryDirectory() as top:
+            folder = record.Folder(top, name="a")
+            for rep, (b, m) in enumerate(((100000, 600000), (110000, 640000)), start=1):
+                base = dict(threads=1, iterations=1000, calls=1000, unit="ns", rep=rep)
+                folder.write(dict(base, config="user-untraced", tracer="none", status="ok",
+                                  thread_wall_ns=b))
+                folder.write(dict(base, config="user-script-bpftrace", tracer="bpftrace",
+                                  status="unverified", thread_wall_ns=m))
+            folder.close()
+            with open(os.path.join(top, render_fleet.FLEET_JSON), "w") as f:
+                json.dump({"inventory": "x.yml", "make_vars": [], "seconds": 1,
+                           "hosts": {"a": {"status": "ok", "reason": "", "bytes": 1}}}, f)
+            md = render_fleet.summary(top)
+        self.assertRegex(md, r"\| user-script-bpftrace +\| 1 +\| a +\| 515 .*\| ns/call +\|")
+        self.assertNotIn("per event [95%]", md)
+
     def test_ratios(self):
         with tempfile.TemporaryDirectory() as top:
             self.fleet_folder(top)

@@ -72,6 +72,28 @@ class Cases(unittest.TestCase):
                          "--measurement 515.0000 --units ns")
         self.assertIn("lava-test-case lttng-disk-t1 --result skip", lines)
 
+    def test_a_call_is_not_an_event(self):
+        """A real program's cell whose events nothing counted (a user's
+        script: `unverified`, no count) is measured a call, and its units
+        say so (ns/call), never passed off as a cost per event (issue 67);
+        one whose events were counted is per event: 515 ns a call over 5
+        events a call is 103 ns."""
+        with tempfile.TemporaryDirectory() as res:
+            folder = record.Folder(res)
+            base = dict(threads=1, iterations=1000, calls=1000, unit="ns")
+            for rep, (b, m) in enumerate(((100000, 600000), (110000, 640000)), start=1):
+                folder.write(dict(base, config="user-untraced", tracer="none", rep=rep,
+                                  status="ok", thread_wall_ns=b))
+                folder.write(dict(base, config="user-script-bpftrace", tracer="bpftrace",
+                                  rep=rep, status="unverified", thread_wall_ns=m))
+                folder.write(dict(base, config="user-perf", tracer="perf", rep=rep,
+                                  status="agreed", thread_wall_ns=m, events_seen=5000,
+                                  events_expected=5000))
+            folder.close()
+            got = {name: (value, unit) for name, _, value, unit in kit_lava.cases(folder.dir)}
+        self.assertEqual(got["user-script-bpftrace-t1"], (515.0, "ns/call"))
+        self.assertEqual(got["user-perf-t1"], (103.0, "ns"))
+
     def test_not_a_folder(self):
         r = lava("cases", "/nonexistent")
         self.assertEqual(r.returncode, 2)

@@ -578,6 +578,31 @@ class Predict(unittest.TestCase):
         self.assertEqual(summary.loop_verdict({"verdict": "not resolved", "lo": 0.8, "hi": 1.1}),
                          "not resolved: [0.80, 1.10] straddles 0.85-1.15")
 
+    def test_the_verdicts_one_home(self):
+        """The verdicts' words are predict.py's alone (issue 67): render/
+        says them by predict's names, never typed again, as a string of its
+        own or a `word` in its prose (docstrings aside); renamed there, the
+        report says the new word."""
+        import ast
+        import glob
+        from unittest import mock
+        words = (predict.PREDICTED, predict.DEARER, predict.CHEAPER, predict.UNRESOLVED)
+        self.assertEqual(words, ("predicted", "dearer", "cheaper", "not resolved"))
+        for path in sorted(glob.glob(os.path.join(os.path.dirname(predict.__file__), "render",
+                                                  "*.py"))):
+            with open(path) as f:
+                tree = ast.parse(f.read())
+            docs = {id(n.body[0].value) for n in ast.walk(tree)
+                    if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef))
+                    and n.body and isinstance(n.body[0], ast.Expr)}
+            typed = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+                     and isinstance(n.value, str) and id(n) not in docs
+                     and any(n.value == w or f"`{w}`" in n.value for w in words)]
+            self.assertEqual(typed, [], os.path.basename(path))
+        with mock.patch.object(predict, "UNRESOLVED", "open"):
+            self.assertEqual(summary.loop_verdict({"verdict": "open", "lo": 0.8, "hi": 1.1}),
+                             "open: [0.80, 1.10] straddles 0.85-1.15")
+
     def test_time_slicing_counts_once(self):
         """A serial workload (the GIL) at 4 threads on 2 CPUs: the loop at
         4 threads is time-sliced (3,000 ns an event a thread, twice its

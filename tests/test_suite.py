@@ -98,6 +98,21 @@ class Tiers(unittest.TestCase):
                              r.stdout[-1500:])
             self.assertEqual(r.returncode, 1)
 
+    def test_an_import_failure_whatever_the_pick(self):
+        """A pick that names a class (mutants.py's do) keeps a test module
+        that cannot be imported: its failure no longer holds that name, and
+        dropped it left the run green (issue 67)."""
+        with tempfile.TemporaryDirectory() as d:
+            for name, text in (("test_sample.py", TIERED),
+                               ("test_broken.py", "import kit_no_such_module\n")):
+                with open(os.path.join(d, name), "w") as f:
+                    f.write(text)
+            r = run(["python3", os.path.join(ROOT, "tests", "run_tests.py"), "--dir", d,
+                     "--tier", "check", "Check.test_fine"], env=dict(os.environ, CI="false"))
+        self.assertEqual(r.stdout.strip().splitlines()[-1], "1 passed, 1 failed, 0 skipped",
+                         r.stdout[-1500:])
+        self.assertEqual(r.returncode, 1)
+
     def test_times_before_the_closing_line(self):
         """Every tier's seconds and test count, then the slowest tests
         (all four here, fewer than ten), then the closing line, last."""

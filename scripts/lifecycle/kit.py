@@ -9,6 +9,7 @@ import os
 import time
 
 import host
+import kitstate
 import leftovers
 import record
 from host import say
@@ -92,7 +93,9 @@ class Kit:
             try:
                 self.stop_tracer(t, STOP_S)
             except Exception as e:  # noqa: BLE001 (the next one is still undone)
-                say(f"lifecycle: {t.name}: could not undo its probes: {e}")
+                say(f"lifecycle: {t.name}: could not undo its probes: {e} (left for the next "
+                    "kit's sweep)")
+                kitstate.keep(f"{t.name}: could not undo its probes: {e}")
         for targets in Targets.ALL:
             targets.stop()
 

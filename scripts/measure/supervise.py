@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 
+import kitstate
 import record
 from host import check_signalled, live, say
 from tracers import tracefs
@@ -63,10 +64,13 @@ class Supervisor:
         # One loop, one sleep a turn: the runner must not compete for a CPU
         # with the run it measures, and the time limit holds in every state.
         while status is None:
+            gone = tracer.live_ended(run)  # (looked at before the target: see below)
             pid, st, ru = os.wait4(self.child.pid, os.WNOHANG)
             if pid:
                 status, rusage = st, ru
                 break
+            if gone:  # the tracer's own process ended, and the target runs on
+                run.state.live.early = True
             check_signalled()  # one that landed in a step that had deferred it
             if watching:
                 watching = not tracer.watch(run, self.child.pid)
@@ -149,19 +153,22 @@ class Supervisor:
         tracer.setup(log)
 
     def cleanup(self):
+        """Every attach and set-up still pending undone, each tried whatever
+        the others did; one that fails keeps the kit registered
+        (kitstate.keep): the next kit sweeps what it left."""
         self.kill_child()
         for tracer, run in list(self.attached):
             try:
                 tracer.detach(run)
             except (TracerError, OSError) as e:
-                say(f"run: cleanup of {run.cfg.name}: {e}")
+                failed(f"cleanup of {run.cfg.name}: {e}")
             self.attached.remove((tracer, run))
             self.remove_leftovers(run)
         for t in self.set_up:
             try:
                 t.teardown()
             except (TracerError, OSError) as e:
-                say(f"run: teardown of {t.name}: {e}")
+                failed(f"teardown of {t.name}: {e}")
         self.set_up = []
         tracefs.MOUNTS.release()
         self.sweep()
@@ -177,10 +184,17 @@ class Supervisor:
                     removed = tracefs.remove_leftovers(binary, pids, t) if t else []
                 except OSError as e:
                     removed = []
-                    say(f"run: could not remove what tracers left on {binary}: {e.strerror}")
+                    failed(f"could not remove what tracers left on {binary}: {e.strerror}")
                 if removed:
                     say(f"run: removed {len(removed)} uprobe events tracers left on "
                         f"{os.path.basename(binary)}: {' '.join(removed)}")
+
+
+def failed(what):
+    """A part of the kit's own cleanup failed (WHAT): said, and the kit kept
+    registered for the next kit to sweep what it left (kitstate.keep)."""
+    say(f"run: {what} (left for the next kit's sweep)")
+    kitstate.keep(what)
 
 
 def run_members(sid):

@@ -259,8 +259,10 @@ def count_verdict(attached, expected, ev, overwrite=False, corrupted=0, calls=No
     if expected is None and also is not None and ev.seen is not None:
         # no count of the program's: the kernel's own, in the same run, is the witness
         return witnessed(ev.seen, ev.dropped, also[1], f"{SAME_RUN} ({also[0]})")
-    if expected is None:
-        return "unverified", ev.note or "this configuration cannot count its events"
+    if expected is None:  # (its loss said first, where its note does not say it)
+        said = f"the tracer said it lost {ev.dropped} events" if ev.dropped else ""
+        note = ev.note or "this configuration cannot count its events"
+        return "unverified", (f"{said}; {note}" if said and "lost" not in note else note)
     if ev.dropped:
         # Its loss is a count that must add up: what it saw and what it
         # says it lost are every event, or neither number can be trusted.

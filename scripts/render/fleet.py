@@ -1,7 +1,8 @@
 """fleet.py: a fleet folder's summary.md (make fleet: results/<stamp>-fleet/,
 a results folder per host and fleet.json): a line per host (its status and
 why, CPU, kernel, unit, bytes back), then one table, per configuration and
-thread count, of each host's cost per event with its 95% interval against
+thread count, of each host's cost per event (a call's, said so, where
+nothing counted a real program's events) with its 95% interval against
 its own baseline, the uprobe path its kernel took, and the ratio to the
 reference host (the first that ran, or REFERENCE) where both count in the
 same unit and both intervals lie above 0: host ns and guest instructions are never in one column.
@@ -49,11 +50,13 @@ def hosts(folder):
 
 
 def cost(c):
-    """A cell's overhead per event (a real program's: over its events)."""
+    """A cell's overhead per event (a real program's: over its events; one
+    whose events nothing counted: a call's, its "per" saying so)."""
     cfg = configs.BY_NAME.get(c["config"])
     if not c.get("overhead"):
         return None
-    return per_event(c, workloads.get(cfg.workload)) if cfg and cfg.workload else c["overhead"]
+    return (per_event(c, workloads.get(cfg.workload)) if cfg and cfg.workload
+            else {**c["overhead"], "per": "event"})
 
 
 def above_zero(o):
@@ -100,8 +103,10 @@ def summary(folder, reference=None):
                 continue
             o, ro = cost(c), cost(r) if r else None
             ratio = (o["mean_ns"] / ro["mean_ns"] if n != ref and above_zero(o)
-                     and above_zero(ro) and unit[n] == unit[ref] else None)
-            table_rows.append([config, str(threads), n, f_overhead(o), unit[n],
+                     and above_zero(ro) and unit[n] == unit[ref] and o["per"] == ro["per"]
+                     else None)
+            per = f"{unit[n]}/{o['per']}" if o and o["per"] != "event" else unit[n]
+            table_rows.append([config, str(threads), n, f_overhead(o), per,
                                c.get("path") or "-", (f_x(ratio) + "x") if ratio else
                                ("reference" if n == ref and o else "-")])
     made = plot_fleet(folder, by, unit, answers.cheapest(
@@ -109,10 +114,11 @@ def summary(folder, reference=None):
     lines += [f"Plots: {', '.join(os.path.basename(m) for m in made)} (each tracer's "
               f"cheapest configuration on {ref}, at 1 thread, every host beside it)."
               if made else "", ""] if made else []
-    lines += [f"Per event over each host's own baseline (mean [95% interval]); x {ref}: the "
-              f"ratio of means to the reference host, {ref}, where both count in one unit and "
-              "both intervals lie above 0.", "",
-              table(["configuration", "threads", "host", "per event [95%]", "unit",
+    lines += [f"Per event over each host's own baseline (mean [95% interval]); a real "
+              "program's row whose events nothing counted: per call, its unit saying so "
+              f"(ns/call); x {ref}: the ratio of means to the reference host, {ref}, where both "
+              "count in one unit and both intervals lie above 0.", "",
+              table(["configuration", "threads", "host", "cost [95%]", "unit",
                      "uprobe path", f"x {ref}"], table_rows), ""]
     return "\n".join(lines)
 

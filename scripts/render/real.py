@@ -108,9 +108,10 @@ def loop_markdown(a):
              "the twin at 1 thread, so that time-slicing counts once).  "
              "Measured: the row's overhead a call against its program's untraced row.  Their "
              "ratio's 95% interval is made of the two cells' own (Fieller's, each with its own "
-             f"t); `predicted` where it lies within {band()}, `dearer` or `cheaper` where "
-             "it lies wholly outside, `not resolved` where it straddles an edge (more runs "
-             "narrow it); no verdict on a row whose own count failed.", ""]
+             f"t); `{predict.PREDICTED}` where it lies within {band()}, `{predict.DEARER}` or "
+             f"`{predict.CHEAPER}` where it lies wholly outside, `{predict.UNRESOLVED}` where it "
+             "straddles an edge (more runs narrow it); no verdict on a row whose own count "
+             "failed.", ""]
     for (fam, t) in dict.fromkeys((p["program"], p["threads"]) for p in preds):
         w = workloads.get(fam)
         mine = [p for p in preds if (p["program"], p["threads"]) == (fam, t)]
@@ -125,7 +126,7 @@ def loop_markdown(a):
                          "loop [ns/event, 95%]", f"predicted [ns a {w.call}]",
                          f"measured [ns a {w.call}, 95%]", "measured / predicted [95%]",
                          "verdict"], rows), ""]
-        gaps = [p for p in mine if p["verdict"] in ("dearer", "cheaper")]
+        gaps = [p for p in mine if p["verdict"] in predict.GAPS]
         lines += [f"- {p['config']}, {loop_verdict(p)}: " + ("; ".join(
             cause_words(p, x, w) for x in predict.explains(p)) or "not explained by what the kit "
             "records") for p in gaps] + ([""] if gaps else [])

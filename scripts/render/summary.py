@@ -75,14 +75,16 @@ def per_event(x, w):
     CPU), a thread's wall time a call holds every thread's calls, so over
     the threads too.  A count that holds other processes' hits (a tracer
     that cannot tell them apart) is priced on the workload's own, its
-    witness's."""
+    witness's.  Where nothing counted its events the figure is a call's,
+    and "per" says so: "call" (else "event")."""
     o, seen = x["overhead"], predict.workload_events(x.get("check"))
     if seen == 0:  # never fired: no event to price (zero is a finding)
-        return {**o, "mean_ns": None, "lo_ns": None, "hi_ns": None}
+        return {**o, "mean_ns": None, "lo_ns": None, "hi_ns": None, "per": "event"}
     k = seen / x["calls"] if seen and x.get("calls") else 1.0
     k *= x["threads"] if w.serial else 1
     return {**o, **{f: (o[f] / k if o[f] is not None else None)
-                    for f in ("mean_ns", "lo_ns", "hi_ns")}}
+                    for f in ("mean_ns", "lo_ns", "hi_ns")},
+            "per": "event" if seen and x.get("calls") else "call"}
 
 
 def f_ratio(v):
@@ -101,11 +103,13 @@ def loop_ratio(p):
 
 def loop_verdict(p):
     """`predicted`, `dearer than the loop, x2.10`, `cheaper than the loop,
-    x0.45`, or why there is no verdict."""
-    if p["verdict"] in ("dearer", "cheaper"):
+    x0.45`, `not resolved: [...] straddles 0.85-1.15` (predict's words), or
+    why there is no verdict."""
+    if p["verdict"] in predict.GAPS:
         return f"{p['verdict']} than the loop, x{f_ratio(p['ratio'])}"
-    if p["verdict"] == "not resolved":
-        return f"not resolved: [{f_ratio(p['lo'])}, {f_ratio(p['hi'])}] straddles {band()}"
+    if p["verdict"] == predict.UNRESOLVED:
+        return (f"{predict.UNRESOLVED}: [{f_ratio(p['lo'])}, {f_ratio(p['hi'])}] straddles "
+                f"{band()}")
     return p["verdict"] or p["why_not"]
 
 
@@ -326,7 +330,7 @@ def cost_lines(a, mine):
         lines += progs[1:]
     if a["has_baseline"] and rows_:
         lines += (["", "The loop's twins (what the prediction is made of; measured / "
-                   f"predicted is `predicted` within {band()}),", "per event over the bare "
+                   f"predicted is `{predict.PREDICTED}` within {band()}),", "per event over the bare "
                    "call, mean [95% interval]:"] if mine else
                   ["Overhead per event over the bare call, mean [95% interval]: each "
                    "tracer's cheapest configuration", "that saw every event, and "

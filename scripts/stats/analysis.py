@@ -138,6 +138,12 @@ def workload_sum(rows):
 
 
 def event_check(rows):
+    """A cell's ROWS' counts, in all, and their verdict: a finding first
+    (CORRUPTED, MISMATCH), then a loss (DROPPED: a run whose tracer said it
+    lost events, whatever else its row could not say: a user's script's,
+    `unverified`, counts nothing yet says what it lost; a run that lost
+    some beside one that never fired), then NEVER FIRES, then the weakest
+    of the rest."""
     exp = [num(r.get("events_expected")) for r in rows]
     seen = [num(r.get("events_seen")) for r in rows]
     dropped = sum(num(r.get("events_dropped")) or 0 for r in rows)
@@ -146,14 +152,14 @@ def event_check(rows):
         verdict = "CORRUPTED"
     elif "mismatch" in statuses:
         verdict = "MISMATCH"
+    elif "dropped" in statuses or dropped:  # losses come first: no count to price
+        verdict = "DROPPED"
     elif statuses == {"never-fires"}:  # 0 events, witnessed: a finding (record.never_fired)
         verdict = NEVER_FIRES
     elif "never-fires" in statuses:  # fired in some runs, in others not: no count to trust
         verdict = "unverified"
     elif all(e is None for e in exp):
         verdict = "unverified" if "unverified" in statuses else "n/a"
-    elif "dropped" in statuses:
-        verdict = "DROPPED"
     elif "overwritten" in statuses:
         verdict = "overwritten"
     elif "unverified" in statuses:  # some runs had a witness (agreed), some none

@@ -1,4 +1,5 @@
 """base.py: what every tracer back-end shares (see tracers/__init__.py)."""
+import contextlib
 import os
 import re
 import shutil
@@ -51,11 +52,14 @@ def tool_error(text, noise=()):
 class Live:
     """A tracer's own process started beside a target that is already
     running (attach "running", configs.ATTACH): its pid, the file its
-    stdout goes to, and once it has ended, its exit status and CPU."""
+    stdout goes to (and its stderr, where not the run's log), and once it
+    has ended, its exit status and CPU."""
     proc: subprocess.Popen
     out: str
     status: int = None
     cpu_ns: tuple = None  # (user, system)
+    err: str = None  # its stderr's own file (a user's script's: the log holds the workload's)
+    early: bool = False  # it ended by itself while the target ran (Tracer.live_ended)
 
     def printed(self, what):
         """It has printed WHAT (its ready line) on its stdout."""
@@ -156,6 +160,16 @@ class Tracer:
         True: a back-end that must learn its tracer's pid does it here."""
         return True
 
+    def live_ended(self, run):
+        """Whether its own process (start_live) has ended by now, where it
+        was not seen so before: the wait for the target (measure/supervise.py)
+        looks here first, then at the target, and one that ended while the
+        target still ran ended by itself (Live.early: a user's script's
+        exit())."""
+        live = getattr(getattr(run, "state", None), "live", None)
+        return (live is not None and live.status is None and not live.early
+                and bool(os.waitid(os.P_PID, live.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)))
+
     def events(self, run):
         """An Events (record.py): seen, dropped, note, and what else the
         back-end knows (a flight recorder's wrap, a daemon's CPU)."""
@@ -168,24 +182,26 @@ class Tracer:
         pass
 
     # Helpers for the back-ends.
-    def start_live(self, run, cmd, ready, env=None, timeout=TOOL_TIMEOUT_S):
+    def start_live(self, run, cmd, ready, env=None, timeout=TOOL_TIMEOUT_S, err=None):
         """Starts CMD (the tracer, pointed at run.target_pid) in a session
         of its own, its stdout to a scratch file and its stderr to the
-        run's log, and waits until READY(live) says its probes are live;
+        run's log (or to ERR, a file of its own, which stop_live adds to
+        the log), and waits until READY(live) says its probes are live;
         TracerError (the tracer stopped) if it ends first or takes TIMEOUT
         seconds (one that compiles first: LONG_TIMEOUT_S).  Kept in run.state.live for stop_live(), which
         detach calls too: no path leaves it running."""
         out = os.path.join(run.scratch, f"{self.name}.out")
-        with host.deferred(), open(out, "w") as o, open(run.log, "a") as log:
+        with host.deferred(), open(out, "w") as o, open(run.log, "a") as log, \
+                (open(err, "w") if err else contextlib.nullcontext(log)) as e:
             log.write("$ " + " ".join(cmd) + "\n")
             log.flush()
             try:
-                p = subprocess.Popen(cmd, stdout=o, stderr=log, stdin=subprocess.DEVNULL, env=env,
+                p = subprocess.Popen(cmd, stdout=o, stderr=e, stdin=subprocess.DEVNULL, env=env,
                                      cwd=host.ROOT, start_new_session=True,
                                      preexec_fn=host.default_signals)
-            except OSError as e:
-                raise TracerError(f"{cmd[0]}: {e.strerror}")
-            live = run.state.live = Live(p, out)
+            except OSError as x:
+                raise TracerError(f"{cmd[0]}: {x.strerror}")
+            live = run.state.live = Live(p, out, err=err)
             run.pids.add(p.pid)
             kitstate.tracer(p.pid)  # (a SIGKILLed kit's: stopped by the next, leftovers.py)
         deadline = time.monotonic() + timeout
@@ -196,9 +212,10 @@ class Tracer:
                 self.stop_live(run)
                 why = (f"exited with status {live.status}" if ended else
                        f"had no probe live after {timeout} s")
-                with open(run.log, errors="replace") as f:  # from its own command on
-                    said = tool_error(f.read().rpartition("$ " + " ".join(cmd))[2],
-                                      self.log_noise)
+                with open(err or run.log, errors="replace") as f:  # from its own command on
+                    text = f.read()
+                said = tool_error(text if err else text.rpartition("$ " + " ".join(cmd))[2],
+                                  self.log_noise)
                 raise TracerError(f"{os.path.basename(cmd[0])} {why} before its probes were "
                                   "live" + (f": {said}" if said else ""))
             time.sleep(LIVE_POLL_S)
@@ -232,6 +249,9 @@ class Tracer:
             live.cpu_ns = (int(ru.ru_utime * 1e9), int(ru.ru_stime * 1e9))
             # what it started and left, in its session
             host.kill_all(lambda _pid, f: int(f[3]) == p.pid, TOOL_TIMEOUT_S)
+            if live.err:  # its own words, in the log as every tracer's are
+                with open(run.log, "ab") as log:
+                    userscript.cut(live.err, log)
         return live
 
     def missing(self):
@@ -274,24 +294,35 @@ class Tracer:
 def start_script(tracer, run, cmd, script, ready=None, env=None):
     """Starts CMD, which runs SCRIPT (a copy of the user's, userscript.runnable)
     beside the held target, as start_live does (READY: its live line printed,
-    by default); a failure's words name the user's script, not the copy."""
+    by default), its stderr to a file of its own (what it says it lost is
+    read from its own output alone: the run's log holds the workload's
+    too); a failure's words name the user's script, not the copy."""
     try:
         tracer.start_live(run, cmd, ready or (lambda live: live.printed(LIVE_LINE)), env=env,
-                          timeout=LONG_TIMEOUT_S)
+                          timeout=LONG_TIMEOUT_S,
+                          err=os.path.join(run.scratch, f"{tracer.name}.err"))
     except TracerError as e:
         raise TracerError(str(e).replace(script, run.cfg.script)) from None
 
 
+EXITED_EARLY = "your script exited before the workload ended"  # a script row's failure
+
+
 def script_events(tracer, run, live):
     """A user's script's run (configs.SCRIPT_MODE, userscript.py): its
-    output kept beside the run's log, what it said it lost; no count of
-    its own (the marker's events are the program's count or the
-    witnesses', measure/witness.py)."""
+    output kept beside the run's log, what it said it lost (its own
+    output: stdout and stderr); no count of its own (the marker's events
+    are the program's count or the witnesses', measure/witness.py).  A
+    script that ended by itself while the workload ran (Live.early: an
+    exit(), an interval that exits) traced part of the run: the run fails."""
     if live is None:
         raise TracerError(f"{tracer.name} never started the script")
+    if live.early:
+        raise TracerError(f"{EXITED_EARLY} ({tracer.name} ended by itself, status "
+                          f"{live.status}): its times would be a part's, not the run's")
     if live.status not in (0, -signal.SIGINT):
         raise TracerError(f"{tracer.name} exited with status {live.status} at its SIGINT")
-    lost, kept = userscript.keep(live.out, run.log, tracer.name)
+    lost, kept = userscript.keep(live.out, live.err, run.log, tracer.name)
     return Events(None, lost, f"your SCRIPT, run by {tracer.name} as written; its output kept "
                   f"in logs/{kept}; it counts its events itself, not for the kit"
                   + (f"; it said it lost {lost} events" if lost else ""),
