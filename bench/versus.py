@@ -17,6 +17,11 @@ A benchmark, not a test.  Each try runs, one after the other:
    last try's pace says fit in the kit's time, the idle marker's cost
    per call being the difference of the means over ITER, with Welch's
    95% interval from hyperfine's own per-run times;
+3. with --methods, make run AGAINST='s pairings (measure/dormant.py) on
+   the same two programs (A build/benchmark-sdt, B build/benchmark-plain,
+   ITER calls, one copy), each given the kit's wall time (DORMANT_S, a
+   precision no run reaches, so each runs to its time), timed whole:
+   abba (alternated) and duet (side by side on two CPUs);
 and prints per try each one's wall time, estimate and interval half-width:
 the kit is ahead in a try where its half-width is no wider and its wall
 time no longer.  Needs hyperfine and `make` (the builds); no root.
@@ -37,6 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from host import MAKE  # noqa: E402
 from record import load  # noqa: E402
+from render import dormant  # noqa: E402
 from stats import analyse, welch_ci  # noqa: E402
 
 
@@ -75,10 +81,31 @@ def kit(tmp):
     return wall, o["mean_ns"], (o["hi_ns"] - o["lo_ns"]) / 2, c["n_runs"]
 
 
+def against(tmp, method, seconds, n):
+    """(wall seconds, estimate, half-width in ns a call) of make run
+    AGAINST='s METHOD on the marked and the plain loop, SECONDS of rounds."""
+    res = os.path.join(tmp, "dormant-" + method)
+    cmd = [f"{ROOT}/build/benchmark-{b} --threads 1 --iterations {n} --quiet"
+           for b in ("sdt", "plain")]
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "run.py"), "--workload",
+                    cmd[0], "--against", cmd[1], "--threads", "1", "--dormant-s",
+                    f"{seconds:.1f}", "--dormant-precision", "0.01", "--dormant-method", method,
+                    "--no-install", "1", "--no-report", "--results", res],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    wall = time.monotonic() - t0
+    _, got = dormant.answers(os.path.join(res, "latest"))
+    ans = got[1]
+    per = ans["b_wall_ns"] / 100 / n  # ns a call per % of B
+    return wall, ans["mean_pct"] * per, ans["half_pct"] * per
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tries", type=int, default=3)
     p.add_argument("--iter", type=int, default=20_000_000, help="hyperfine: calls a run")
+    p.add_argument("--methods", action="store_true",
+                   help="make run AGAINST='s abba and duet too, each in the kit's time")
     p.add_argument("--aa", type=int, default=0, metavar="T",
                    help="then T A/A tries: hyperfine on build/benchmark-plain twice, at the "
                         "last try's runs, and how often its interval held the true 0")
@@ -91,8 +118,8 @@ def main():
                    check=True)
     print("idle-sdt's cost per call [ns]: estimate and 95% half-width; wall time [s]")
     print(f"{'try':>3}  {'tool':<28} {'wall [s]':>8} {'estimate [ns]':>13} {'+- [ns]':>8}")
-    widths = {"hyperfine": [], "kit": []}
-    walls = {"hyperfine": [], "kit": []}
+    tools = ["hyperfine", "kit"] + (["abba", "duet"] if a.methods else [])
+    widths, walls = {t: [] for t in tools}, {t: [] for t in tools}
     ahead = 0
     with tempfile.TemporaryDirectory() as tmp:
         pace = hyperfine(a.iter, 5, tmp)[0] / (2 * (5 + 3))  # seconds a run, warm-ups counted
@@ -110,6 +137,12 @@ def main():
             print(f"{i:>3}  {'hyperfine, ' + str(runs) + ' runs each':<28} {hw:8.1f} "
                   f"{m:13.3f} {h:8.3f}")
             ahead += k <= h and kw <= hw * 1.05  # its pace is a guess: 5% of time is a tie
+            for method in tools[2:]:  # (their fixed cost, ~1.5 s, left out of their rounds)
+                w, m, h = against(tmp, method, max(5.0, kw - 1.5), a.iter)
+                widths[method].append(h)
+                walls[method].append(w)
+                print(f"{i:>3}  {'make run AGAINST=, ' + method:<28} {w:8.1f} {m:13.3f} "
+                      f"{h:8.3f}")
     for tool, hs in widths.items():
         print(f"median, {tool}: +-{statistics.median(hs):.3f} ns in "
               f"{statistics.median(walls[tool]):.1f} s")

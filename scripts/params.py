@@ -14,7 +14,6 @@ import os
 import random
 import re
 import shlex
-import stat
 import struct
 import sys
 from dataclasses import dataclass
@@ -215,15 +214,19 @@ def probe_name(text):
     return text
 
 
-def command_line(text):
-    """WORKLOAD: a command, split as a shell splits words (no shell runs it)."""
-    try:
-        words = shlex.split(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"WORKLOAD '{text}' is not allowed: {e}")
-    if text and not words:
-        raise argparse.ArgumentTypeError(f"WORKLOAD '{text}' is not allowed: it is empty")
-    return words
+def command_words(name):
+    """NAME (WORKLOAD, AGAINST): a command, split as a shell splits words
+    (no shell runs it)."""
+    def parse(text):
+        try:
+            words = shlex.split(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(f"{name} '{text}' is not allowed: {e}")
+        if text and not words:
+            raise argparse.ArgumentTypeError(f"{name} '{text}' is not allowed: it is empty")
+        return words
+    return parse
+
 
 
 def check_user(a, error):
@@ -306,7 +309,7 @@ PARAMS = [
     Param("TARGET", elf_file("TARGET"), "", "your program: an ELF file with SDT markers "
           "(with PROBE and WORKLOAD: the user-* rows, docs/real-programs.md)", "none"),
     Param("PROBE", probe_name, "", "provider:name, one of TARGET's markers", "none"),
-    Param("WORKLOAD", command_line, [], "the command that makes TARGET fire PROBE (run "
+    Param("WORKLOAD", command_words("WORKLOAD"), [], "the command that makes TARGET fire PROBE (run "
           "THREADS copies at once, ITER times each; no shell unless you name one)", "none"),
     Param("SCRIPT", parse_script, "", "your bpftrace (.bt) or SystemTap (.stp) script, run as "
           "written, on the kit's marker or with TARGET/PROBE/WORKLOAD on your program; priced "
@@ -416,7 +419,8 @@ def parse_args(argv, extra=()):
                     f"is not allowed: want a whole number in {a.min_runs}..{MAX_RUNS} "
                     "(at least MIN_RUNS)")
     ncpu = cpus()
-    a.threads = a.threads or list(range(1, (min(2, ncpu) if quick else ncpu) + 1))
+    a.threads = a.threads or ([1] if getattr(a, "against", None) else  # (one program's cost)
+                              list(range(1, (min(2, ncpu) if quick else ncpu) + 1)))
     if a.seed is None:
         a.seed = random.SystemRandom().randrange(2 ** 32)
     check_user(a, p.error)

@@ -5,6 +5,8 @@
 ## filled; the rest is the init, byte for byte.
 # make lab-shell's init: what the kit needs mounted, then a shell in @kit;
 # leaving the shell powers the guest off.
+# what the kit writes is root's alone (make run refuses a checkout others may write)
+umask 022
 @mounts
 export TERM=vt100
 echo "@userspace $(uname -r): the kit is in @kit; try: stap -F stp/mark.stp"

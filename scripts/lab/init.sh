@@ -6,6 +6,8 @@
 # The guest's init (make lab): mount what the kit needs, run its runner on
 # the module runtime with the modules built beforehand, list any module
 # left, power off.
+# what the kit writes is root's alone (make run refuses a checkout others may write)
+umask 022
 @mounts
 echo "@userspace $(uname -r)"
 # what the target's clock counts here, from the kernel command line the lab set

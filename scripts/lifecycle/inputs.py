@@ -9,7 +9,6 @@ Nothing to run: scripts/lifecycle's wing.
 import os
 
 import debpkgs
-import host
 import kitlock
 import leftovers
 import params

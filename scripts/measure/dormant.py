@@ -27,7 +27,6 @@ Its folder: results/<stamp>-dormant/ (record/dormant.py).  The lock and the
 sweep of a killed kit's uprobes are make run's.  Nothing to run: run.py
 calls main(args) where AGAINST is given.
 """
-import argparse
 import contextlib
 import csv
 import fnmatch
@@ -45,25 +44,12 @@ import leftovers
 import record
 import trusted
 from host import say
-from params import Param, number_in, one_of, seconds_in
+from params import Param, command_words, number_in, one_of, seconds_in
 from record.dormant import ABBA, COLUMNS, DORMANT_CSV, DUET, KIND, METHODS
 from stats import paired
 from tracers import tracefs
 
 OUTPUT_SLACK = (0.05, 64)  # output sizes this close (a fraction, bytes) are the same work
-
-
-def command_words(name):
-    """A command's words, split as a shell splits them (no shell runs it)."""
-    def parse(text):
-        try:
-            words = shlex.split(text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(f"{name} '{text}' is not allowed: {e}")
-        if text and not words:
-            raise argparse.ArgumentTypeError(f"{name} '{text}' is not allowed: it is empty")
-        return words
-    return parse
 
 
 PARAMS = [
@@ -75,18 +61,16 @@ PARAMS = [
           1.0, "with AGAINST: the 95% half-width asked, in % of AGAINST's time"),
     Param("DORMANT_S", seconds_in("DORMANT_S", 5, 86400), 120.0,
           "with AGAINST: the most seconds of timed rounds, all thread counts together"),
-    Param("DORMANT_METHOD", one_of("DORMANT_METHOD", "auto", *METHODS), "auto",
-          f"with AGAINST: how A and B are paired: {ABBA} (alternated), {DUET} (side by side "
-          f"on two CPUs, one copy each); auto: {DUET} for one copy where two CPUs are, else "
-          f"{ABBA}"),
+    Param("DORMANT_METHOD", one_of("DORMANT_METHOD", *METHODS), ABBA,
+          f"with AGAINST: how A and B are paired: {ABBA} (alternated) or {DUET} (side by side "
+          f"on two CPUs, one copy each, THREADS=1; docs/dormant.md says why {ABBA} is the "
+          "default)"),
 ]
 
 
 def method(a, threads):
-    """The pairing of THREADS copies: DORMANT_METHOD, auto's choice."""
-    if a.dormant_method == ABBA or threads > 1 or len(os.sched_getaffinity(0)) < 2:
-        return ABBA
-    return DUET
+    """The pairing of THREADS copies: DORMANT_METHOD's (a duet is one copy each)."""
+    return DUET if a.dormant_method == DUET and threads == 1 else ABBA
 
 
 def check(a, error):
@@ -239,7 +223,7 @@ def timed_rounds(a, writer, threads, budget_s, rng):
             writer(dict(threads=threads, round=k, order=order, stage=stage, side=side,
                         slot=slot, cpu=-1, wall_ns=wall, user_ns=user, sys_ns=sys_))
         b_walls.extend(walls["B"])
-        return paired.round_pct(walls["A"], walls["B"])
+        return paired.round_figure(walls["A"], walls["B"])
 
     def side_by_side(k, stage):
         walls = {"A": [], "B": []}
@@ -252,7 +236,7 @@ def timed_rounds(a, writer, threads, budget_s, rng):
                 writer(dict(threads=threads, round=k, order="AB", stage=stage, side=side,
                             slot=slot, cpu=cpu, wall_ns=wall, user_ns=user, sys_ns=sys_))
         b_walls.extend(walls["B"])
-        return paired.round_pct(walls["A"], walls["B"])
+        return paired.round_figure(walls["A"], walls["B"])
 
     got = paired.stopping(abba if how == ABBA else side_by_side, budget_s, a.dormant_precision)
     got.update(b_wall_ns=sum(b_walls) / len(b_walls), method=how)

@@ -28,7 +28,7 @@ def figures(folder):
     out = {}
     for (threads, _), sides in sorted(rounds.items()):
         if len(sides["A"]) == 2 and len(sides["B"]) == 2:
-            out.setdefault(threads, []).append(paired.round_pct(sides["A"], sides["B"]))
+            out.setdefault(threads, []).append(paired.round_figure(sides["A"], sides["B"]))
     return out
 
 
@@ -53,6 +53,7 @@ def answers(folder):
         if len(figs) < 2:
             continue
         ans = paired.answer(figs, min(m.get("pilot", len(figs)), len(figs)))
+        ans["figures"] = figs
         ans.update(need=m.get("need"), fit=m.get("fit"), round_s=m.get("round_s"),
                    b_wall_ns=m.get("b_wall_ns"), method=m.get("method"))
         ans["per_passage_ns"] = per_passage(ans, ans["b_wall_ns"] or 0, total)
@@ -65,9 +66,10 @@ def line(threads, ans, asked):
     words = (f"no difference detectable above +-{ans['half_pct']:.2f}%" if ans["verdict"] == SAME
              else f"{ans['verdict']}")
     more = ""
-    if ans["half_pct"] > asked and ans.get("need") and ans["need"] > ans["rounds"]:
-        more = (f"; +-{asked:g}% asked: {ans['need']} rounds would reach it, about "
-                f"{math.ceil(ans['need'] * (ans['round_s'] or 0))} s (DORMANT_S)")
+    if ans["half_pct"] > asked:  # (the rounds' own spread says how many would reach it)
+        need = max(ans["rounds"] + 1, paired.rounds_needed(ans["figures"], asked))
+        more = (f"; +-{asked:g}% asked, +-{ans['half_pct']:.2f}% reached: about {need} rounds "
+                f"would reach it, {math.ceil(need * (ans['round_s'] or 0))} s (DORMANT_S)")
     pp = ans.get("per_passage_ns")
     price = (f"; {pp[0]:,.2f} ns [{pp[1]:,.2f}, {pp[2]:,.2f}] a passage" if pp else "")
     return (f"{threads} cop{'y' if threads == 1 else 'ies'}: A against B {ci} of B's time, "

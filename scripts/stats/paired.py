@@ -1,22 +1,30 @@
 """stats/paired.py: what markers cost a program while no one traces it,
-from A and B alternated in ABBA rounds (make run AGAINST=, docs/dormant.md).
+from A and B paired in rounds (make run AGAINST=, docs/dormant.md).
 
-A round runs A, B, B, A (or B, A, A, B, the order random): a drift that
-is linear over the round hits A and B alike and cancels in the round's
-ratio r = (A1 + A2) / (B1 + B2), so the rounds' ratios are the paired
-figures, in % of B: 100 (r - 1).  The stopping rule is Stein's two
-stages, as the kit's cells: a pilot of rounds fixed before any is seen,
-its spread deciding how many rounds reach the asked half-width (in
-percentage points of B's time), a time cap the most.  The interval is
-the t interval of every round's figure (mean_ci), not Stein's (the
-pilot's sd alone): a round now and then holds an outlier run (a
-neighbour, a steal), and a short pilot that happened to have none made
-Stein's interval too narrow for the rounds after it (88% coverage
-simulated with a 6-round pilot and 2% outlier runs, against 95-97% for
-the t interval of all rounds: tests/test_dormant.py, drift and outliers
-included).  The verdict: dearer where the interval lies above 0, cheaper
-below, same (no difference detectable above the half-width reached)
-where it holds 0.
+A round runs A, B, B, A (or B, A, A, B, the order random; or a duet's A
+beside B, then swapped): a drift that is linear over the round hits A and
+B alike and cancels in the round's ratio r = (A1 + A2) / (B1 + B2).  A
+round's figure is 100 ln r (log-percent): multiplicative noise, which a
+run's time has, then makes each figure the true ln(1 + d) plus the
+difference of two like draws, so the figures are symmetric about it.
+
+The estimate and its 95% interval are the Hodges-Lehmann estimate (the
+median of the figures' pairwise means, Walsh averages) and the Wilcoxon
+signed-rank interval, exact to 50 rounds, by the normal approximation
+above; both turned back into % of B's time, 100 (exp(x / 100) - 1).  Not
+the t interval: a run here now and then takes 20-70% longer (a
+neighbour, a steal), and a t interval's width follows those outliers (on
+the PHP example's 279 A/A rounds: +-0.79% against +-0.29% for the median,
+the same data); the signed-rank interval holds for any symmetric spread.
+
+The stopping rule is Stein's second stage on a robust spread: a pilot of
+rounds fixed before any is seen, whose MAD (x 1.4826) says how many
+rounds in all reach the asked half-width (t of the pilot x 1.023, the
+signed-rank interval's width against the t interval's under normal
+noise), a time cap the most.  Coverage under it, drift and outliers
+included, is simulated in tests/test_dormant.py.  The verdict: dearer
+where the interval lies above 0, cheaper below, same (no difference
+detectable above the half-width reached) where it holds 0.
 
 Nothing to run: `from stats import paired`.
 """
@@ -25,16 +33,23 @@ import statistics
 import time
 
 from record.dormant import CHEAPER, DEARER, MORE, PILOT, SAME
-from stats.intervals import mean_ci, t95
+from stats.intervals import t95
 
-MIN_PILOT = 6  # rounds: t(5) = 2.57; fewer would leave the interval to few degrees of freedom
+MIN_PILOT = 6  # rounds: the fewest whose signed-rank interval reaches 95% (1 - 2/64)
 MAX_PILOT = 30
+EXACT_UP_TO = 50  # rounds: the signed-rank's null distribution counted exactly
+HL_OVER_T = 1.023  # sqrt(pi / 3): the signed-rank interval's width over the t's, normal noise
+MAD_SD = 1.4826  # a normal spread's sd over its MAD
 
 
-def round_pct(a, b):
-    """A round's figure: A's time over B's (each the round's two runs
-    added), less 1, in % of B."""
-    return 100.0 * (sum(a) / sum(b) - 1.0)
+def round_figure(a, b):
+    """A round's figure: 100 ln(A's time / B's), each the round's runs added."""
+    return 100.0 * math.log(sum(a) / sum(b))
+
+
+def pct(x):
+    """A figure (log-percent) as % of B's time."""
+    return 100.0 * math.expm1(x / 100.0)
 
 
 def pilot_rounds(round_s, budget_s):
@@ -44,12 +59,19 @@ def pilot_rounds(round_s, budget_s):
     return max(MIN_PILOT, min(MAX_PILOT, fit))
 
 
+def spread(xs):
+    """A robust sd: the MAD about the median, x 1.4826."""
+    med = statistics.median(xs)
+    return MAD_SD * statistics.median(abs(x - med) for x in xs)
+
+
 def rounds_needed(pilot, precision_pct):
-    """Stein's second stage: the rounds in all that reach a 95% half-width
-    of PRECISION_PCT points, from the PILOT's figures (at least the
-    pilot)."""
-    s0 = statistics.stdev(pilot)
-    return max(len(pilot), math.ceil((t95(len(pilot) - 1) * s0 / precision_pct) ** 2))
+    """Stein's second stage on the PILOT's robust spread: the rounds in all
+    that reach a 95% half-width of PRECISION_PCT (points of B's time,
+    taken as log-percent: the same to a few hundredths at a few %), at
+    least the pilot."""
+    s0 = spread(pilot)
+    return max(len(pilot), math.ceil((t95(len(pilot) - 1) * HL_OVER_T * s0 / precision_pct) ** 2))
 
 
 def stopping(one_round, budget_s, precision_pct, now=time.monotonic):
@@ -71,6 +93,45 @@ def stopping(one_round, budget_s, precision_pct, now=time.monotonic):
     return {"figures": figures, "pilot": pilot, "need": need, "fit": fit, "round_s": round_s}
 
 
+def walsh(xs):
+    """The pairwise means (x_i + x_j) / 2, i <= j, sorted."""
+    return sorted((xs[i] + xs[j]) / 2 for i in range(len(xs)) for j in range(i, len(xs)))
+
+
+def rank_cut(n):
+    """The signed-rank statistic's lower critical value w for N figures:
+    the largest w with P(T+ <= w) <= 2.5% when the figures are symmetric
+    about the truth (exactly counted to EXACT_UP_TO, else the normal
+    approximation, continuity corrected); -1 where none is (N < 6)."""
+    m = n * (n + 1) // 2
+    if n <= EXACT_UP_TO:
+        ways = [1] + [0] * m  # ways[t]: the subsets of ranks 1..n that add up to t
+        for r in range(1, n + 1):
+            for t in range(m, r - 1, -1):
+                ways[t] += ways[t - r]
+        total, below, w = 2 ** n, 0, -1
+        for t in range(m + 1):
+            below += ways[t]
+            if below / total > 0.025:
+                break
+            w = t
+        return w
+    sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+    return math.floor(m / 2 - 1.959964 * sd - 0.5)
+
+
+def signed_rank(xs):
+    """(Hodges-Lehmann estimate, lo, hi): the median of the Walsh averages
+    and the Wilcoxon signed-rank 95% interval [W(w + 1), W(M - w)]; lo and
+    hi None where no interval reaches 95% (fewer than 6 figures)."""
+    w = walsh(xs)
+    est = statistics.median(w)
+    cut = rank_cut(len(xs))
+    if cut < 0:
+        return est, None, None
+    return est, w[cut], w[len(w) - 1 - cut]
+
+
 def verdict(lo, hi):
     if lo > 0:
         return DEARER
@@ -82,7 +143,10 @@ def verdict(lo, hi):
 def answer(figures, pilot):
     """{mean_pct, lo_pct, hi_pct, half_pct, verdict, rounds, pilot} of a
     thread count's round FIGURES (in the order they ran), PILOT of them
-    first (which decided how many ran)."""
-    m, lo, hi = mean_ci(figures)
+    first (which decided how many ran): the Hodges-Lehmann estimate
+    (mean_pct, its name kept for the readers) and the signed-rank
+    interval, in % of B's time."""
+    est, lo, hi = signed_rank(figures)
+    m, lo, hi = pct(est), pct(lo), pct(hi)
     return {"mean_pct": m, "lo_pct": lo, "hi_pct": hi, "half_pct": (hi - lo) / 2,
             "verdict": verdict(lo, hi), "rounds": len(figures), "pilot": pilot}

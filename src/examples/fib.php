@@ -4,5 +4,5 @@
 // function__return markers pass on every call.  Prints one line.
 //     php src/examples/fib.php [N]
 function fib($n) { return $n < 2 ? $n : fib($n - 1) + fib($n - 2); }
-$n = isset($argv[1]) ? (int)$argv[1] : 25;
+$n = isset($argv[1]) ? (int)$argv[1] : 30;
 echo "fib($n) = " . fib($n) . "\n";
