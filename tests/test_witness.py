@@ -318,6 +318,79 @@ class OtherProcesses(unittest.TestCase):
                          "(not priced)")
 
 
+class Bystander(unittest.TestCase):
+    """Issue 67: a bystander fires the workload's marker through the same
+    library; three tracers that each counted the workload's events apart
+    (ftrace by task, bpftrace and perf by cgroup) and agree exactly witness
+    one another, so each is `agreed` and priced; SystemTap, which counts
+    every process, is bounded by them; all of them 0 while others fire is
+    `never fires`, said so; and a count not told apart (no cgroup here)
+    is never agreed with the hit counter, which holds the others' too."""
+
+    def rows(self, per_run=100000, others=("2000", "1800", "2181")):
+        return [dict(row(f"user-{t}", t, "unverified", per_run * 2, 2, UNVERIFIED),
+                     events_others=o) for t, o in zip(("ftrace", "bpftrace", "perf"), others)] + [
+            dict(row("user-stap", "stap", "unverified", per_run * 2 + 4181, 2, UNVERIFIED),
+                 events_others="")]
+
+    def test_three_apart_witness_one_another(self):
+        got = witness.judge(self.rows())
+        for i, others in ((0, "bpftrace, perf"), (1, "ftrace, perf"), (2, "bpftrace, ftrace")):
+            st, why, expected = got.get(i, ("not judged", "", None))
+            self.assertEqual((st, expected), ("agreed", 200000), why)
+            self.assertEqual(why, f"agreed with {others} (100000 events a run in each of their "
+                             "2 runs, each counting the workload's apart from other processes', "
+                             "which fired the marker too (up to 2181 hits from other processes "
+                             "in a run)): 200000 events")
+        self.assertEqual(got[3][:1], ("unverified",))  # (SystemTap: bounded, not agreed)
+        self.assertEqual(got[3][2], 200000)
+
+    def test_two_apart_are_not_enough(self):
+        rows = self.rows()[:2] + self.rows()[3:]
+        got = witness.judge(rows)
+        self.assertNotIn(0, got)
+        self.assertNotIn(1, got)
+
+    def test_one_that_disagrees_is_a_mismatch(self):
+        rows = self.rows()
+        rows[1]["events_seen"] = "199999"
+        got = witness.judge(rows)
+        self.assertEqual(got[1][0], "mismatch")
+        self.assertIn("unverified", got[0][0])  # (its witnesses disagree: nothing known)
+
+    def test_never_fires_with_others_firing(self):
+        got = witness.judge(self.rows(per_run=0))
+        for i in range(3):
+            st, why, _ = got.get(i, ("not judged", "", None))
+            self.assertEqual(st, "never-fires")
+            self.assertTrue(why.startswith(record.NEVER_HEAD), why)
+            self.assertIn("which fired the marker too", why)
+
+    def test_no_cgroup_no_hit_counter_witness(self):
+        """Kit.judge_run: by path, a count not told apart (no cgroup could
+        be made) is unverified, the reason saying why, even where the hit
+        counter equals it."""
+        from measure.kit import Kit
+        cfg = mock.Mock(marker="throw", expect="events", overwrite=False)
+        w = mock.Mock(by_path=True, counted="nothing")
+        w.name = "user"
+        run = mock.Mock(cfg=cfg, workload=w, bystanders=[], audit=None, raised={},
+                        group_why="no cgroup2 mounted here", rate="max", threads=1,
+                        iterations=2, build="/lib/libstdc++.so.6")
+        tracer = mock.Mock(attaches=True)
+        tracer.name = "ftrace"
+        for apart, want in ((False, "unverified"), (True, "agreed")):
+            with self.subTest(apart=apart):
+                r = {"calls": 2, "corrupted": 0, "events_expected": None}
+                ev = Events(2000, 0, also=("hits", 2000), others=0 if apart else None,
+                            apart=apart)
+                Kit.judge_run(r, tracer, run, {"per_thread": []}, ev)
+                self.assertEqual(r["status"], want, r["reason"])
+                if not apart:
+                    self.assertIn("may hold other processes' events: no cgroup2 mounted here",
+                                  r["reason"])
+
+
 class SemaphoreAudit(unittest.TestCase):
     """The loader's module that raises a user's marker's semaphore for
     SystemTap's row (src/semaphore_audit.c, workloads.Command.exec_env)

@@ -335,6 +335,9 @@ class Kit:
             # the target's own sanity check
             row["reason"] = f"the target made {calls} calls, not {planned}"
         else:
+            mixed = run.workload and run.workload.by_path and tracer.attaches and not ev.apart
+            if mixed:  # a count not told apart (no cgroup here) may hold other processes'
+                ev = dataclasses.replace(ev, also=None)  # events, and so may the hit counter
             row["status"], row["reason"] = record.verdict(
                 tracer.attaches, expected, ev, cfg.overwrite, row["corrupted"], calls,
                 real=bool(run.workload))
@@ -343,7 +346,9 @@ class Kit:
             if row["status"] == "unverified" and run.workload and fired is None \
                     and cfg.expect != "unverifiable":
                 row["reason"] = (f"{run.workload.name} keeps no count of {cfg.marker}, and "
-                                 "no witness counted this run (measure/witness.py)")
+                                 "no witness counted this run (measure/witness.py)") + (
+                    f"; its count may hold other processes' events: {run.group_why}"
+                    if mixed and run.group_why else "")
 
     def time_limit(self, run):
         """TIME_LIMIT if given; else 10x the cell's expected time (its

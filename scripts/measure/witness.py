@@ -28,7 +28,6 @@ from fractions import Fraction
 
 import configs
 import record
-import tracers
 import workloads
 
 
@@ -77,20 +76,38 @@ def judge(rows, inputs=None):
                 continue
             if r["status"] != "unverified" or seen is None or not calls:
                 continue
-            if most and count(r.get("events_others")) is None and not getattr(
-                    tracers.BACKENDS.get(r["tracer"]), "keeps_workload_only", False):
-                out[i] = mixed(r, seen, calls, [w for w in apart if w["tracer"] != r["tracer"]],
-                               most, call)
+            theirs = [w for w in apart if w["tracer"] != r["tracer"]]
+            if most and count(r.get("events_others")) is None:  # (this run's, not its class's)
+                out[i] = mixed(r, seen, calls, theirs, most, call)
                 continue
-            others = [w for w in kernel if w["tracer"] != r["tracer"]]
-            if not others:
-                continue
-            out[i] = against(r, seen, calls, others, call)
+            if most:  # others fired: the kernel's counter witnesses nothing; counts apart may
+                if len({w["tracer"] for w in theirs}) < APART_WITNESSES:
+                    continue
+                out[i] = against(r, seen, calls, theirs, call, apart_words(most))
+            else:
+                others = [w for w in kernel if w["tracer"] != r["tracer"]]
+                if not others:
+                    continue
+                out[i] = against(r, seen, calls, others, call)
             silent = out[i][0] == "never-fires" and workloads.get(f[0], inputs).why_silent()
             if silent:
                 out[i] = (out[i][0], out[i][1] + "; " + silent,
                           out[i][2])
     return out
+
+
+# Where other processes fired the marker, a run's count of the workload's
+# own events (counted apart: by task, by cgroup) is witnessed by the other
+# tracers' counts apart, where those of at least this many other tracers
+# agree exactly on one number a call (with the run's own, three ways).
+APART_WITNESSES = 2
+KERNEL_WORDS = "each equal to the kernel's hit counter"
+
+
+def apart_words(most):
+    """How runs that counted apart witness: the words."""
+    return (f"each counting the workload's apart from other processes', which fired the "
+            f"marker too (up to {most} {record.OTHERS} in a run)")
 
 
 def is_script(r):
@@ -142,9 +159,10 @@ def mixed(r, seen, calls, apart, most, call):
                           f"workload's own {expected} by {tracers}"), expected
 
 
-def against(r, seen, calls, others, call):
+def against(r, seen, calls, others, call, how=KERNEL_WORDS):
     """(status, reason, events expected) of row R (SEEN events in CALLS
-    calls) against the kernel-witnessed runs OTHERS of other tracers."""
+    calls) against the runs OTHERS of other tracers, witnessed HOW (by the
+    kernel's hit counter in their run, or counting apart: apart_words)."""
     per_call = {Fraction(count(w["events_seen"]) + (count(w["events_dropped"]) or 0),
                          count(w["calls"])) for w in others}
     tracers = ", ".join(sorted({w["tracer"] for w in others}))
@@ -152,11 +170,10 @@ def against(r, seen, calls, others, call):
         lo, hi = min(per_call), max(per_call)
         return ("unverified", r["reason"] + (
             f"; the workload's count varies from run to run ({float(lo):g} to {float(hi):g} "
-            f"events a {call} in the {len(others)} runs of {tracers} that the kernel's hit "
-            "counter witnessed), so no other run can witness this one"), None)
+            f"events a {call} in the {len(others)} runs of {tracers}, {how}), so no other "
+            "run can witness this one"), None)
     k = min(per_call)  # (the only one)
-    witness = (f"{tracers} ({k} events a {call} in each of their {len(others)} runs, each "
-               "equal to the kernel's hit counter)")
+    witness = f"{tracers} ({k} events a {call} in each of their {len(others)} runs, {how})"
     expected = k * calls
     if expected.denominator != 1:
         return ("mismatch", f"the tracer saw {seen} events in {calls} {call}s, where {witness} "

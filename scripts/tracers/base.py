@@ -95,11 +95,6 @@ class Tracer:
     marker_order = "before"
     marker_order_why = ""
     log_noise = ()  # what it prints on every run, failed or not: never a failure's reason
-    # By path, with a workload's cgroup (cgroups.py): its count keeps the
-    # workload's tasks alone even where it cannot count the others' hits
-    # (ftrace's ring buffer, set_event_pid); the others say how many
-    # others' they counted apart (events_others), or count every process.
-    keeps_workload_only = False
     State = RunState
 
     def raises_semaphores(self):

@@ -49,7 +49,6 @@ class Ftrace(Tracer):
     name = "ftrace"
     State = State
     attaches_running = True  # by itself, through tracefs
-    keeps_workload_only = True  # set_event_pid on the workload's cgroup's tasks
 
     def available(self):
         why = self.need_root()
