@@ -15,7 +15,10 @@
  * (st_dev, st_ino, decimal) and each semaphore's link-time address (hex),
  * from the marker's ELF note.  In the object that is TARGET, each 2-byte
  * counter at load bias + ADDR gets 1 added, as sys/sdt.h's _ENABLED() reads
- * it.  With no ADDR it raises nothing and costs the same: every row of a
+ * it, where ADDR's two bytes lie in a writable PT_LOAD segment of that very
+ * file (its program headers read through the descriptor whose device and
+ * inode were checked): a list that named code or read-only data would
+ * otherwise kill every process of the command with SIGSEGV (issue 67).  With no ADDR it raises nothing and costs the same: every row of a
  * user's family whose marker has a semaphore loads it, so the untraced
  * runs and the other tracers' pay what SystemTap's row pays.  Nothing to undo: the counter dies with the process.  A static
  * program, or one that clears its environment, is not reached: its
@@ -25,11 +28,14 @@
  * Built by make (build/libkit-semaphore-audit.so); used by
  * scripts/workloads.py (Command.exec_env). */
 #define _GNU_SOURCE
+#include <elf.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_SEMAPHORES 16
 
@@ -82,26 +88,55 @@ unsigned int la_version(unsigned int version)
 	return version <= LAV_CURRENT ? version : LAV_CURRENT;
 }
 
+/* ADDR..ADDR+LEN (link-time) lies in a writable PT_LOAD segment of the
+ * 64-bit ELF file open on FD: 1, else 0 (an unreadable or odd file too). */
+static int writable(int fd, uintptr_t addr, size_t len)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	int i;
+
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(ph))
+		return 0;
+	for (i = 0; i < eh.e_phnum; i++) {
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + (Elf64_Off)i * sizeof(ph))) !=
+		    (ssize_t)sizeof(ph))
+			return 0;
+		if (ph.p_type == PT_LOAD && (ph.p_flags & PF_W) && addr >= ph.p_vaddr &&
+		    addr + len <= ph.p_vaddr + ph.p_memsz)
+			return 1;
+	}
+	return 0;
+}
+
 unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie)
 {
 	struct stat st;
 	/* the main program's l_name is empty: its file is /proc/self/exe */
 	const char *path = map->l_name && map->l_name[0] ? map->l_name : "/proc/self/exe";
-	int i;
+	int i, fd;
 
 	(void)lmid;
 	(void)cookie;
 	/* (the same look at every object whether or not it raises: the rows
 	 * of a family that raise nothing load it too, for the same cost) */
-	if (!have_target || stat(path, &st) != 0)
+	if (!have_target)
 		return 0;
-	if (st.st_dev != want_dev || st.st_ino != want_ino)
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return 0;
+	if (fstat(fd, &st) != 0 || st.st_dev != want_dev || st.st_ino != want_ino) {
+		close(fd);
+		return 0;
+	}
 	for (i = 0; i < n_addrs; i++) {
 		volatile unsigned short *sem =
 			(volatile unsigned short *)(map->l_addr + addrs[i]);
-		if (*sem != 0xffff)
+		if (writable(fd, addrs[i], sizeof(*sem)) && *sem != 0xffff)
 			*sem += 1;
 	}
+	close(fd);
 	return 0; /* no symbol binding audited: no cost past the load */
 }

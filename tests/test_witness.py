@@ -413,6 +413,27 @@ class SemaphoreAudit(unittest.TestCase):
                                             KIT_SEMAPHORES=bad), capture_output=True)
                 self.assertEqual(r.returncode, 0, r.stderr[-500:])
 
+    def test_only_a_writable_segment_is_written(self):
+        """An address in the code (single_trace's own) or in read-only
+        data is not written (it would be SIGSEGV in every process of the
+        command); the semaphore beside it still is (the marker fires)."""
+        prog = os.path.join(kit_test.ROOT, "build", "benchmark-sdt-guarded")
+        if not os.path.exists(semaphores.SEMAPHORE_AUDIT) or not os.path.exists(prog):
+            unavailable(self, "the build is not made (make)")
+        elf = Elf(prog)
+        st = os.stat(prog)
+        sem, = [n.semaphore for n in elf.sdt_notes() if n.name == "single_trace"]
+        code = elf.symbol("single_trace")
+        for addrs in ([code], [code, sem]):
+            with self.subTest(addrs=[hex(a) for a in addrs]):
+                r = subprocess.run([prog, "--threads", "1", "--iterations", "10", "--quiet"],
+                                   env=dict(os.environ, LD_AUDIT=semaphores.SEMAPHORE_AUDIT,
+                                            KIT_SEMAPHORES=":".join(
+                                                [str(st.st_dev), str(st.st_ino),
+                                                 *(f"{a:x}" for a in addrs)])),
+                                   capture_output=True)
+                self.assertEqual(r.returncode, 0, r.stderr[-500:])
+
     def test_the_list_the_kit_gives(self):
         w = workloads.WORKLOADS["user"]
         prog = os.path.join(kit_test.ROOT, "build", "benchmark-sdt-guarded")
