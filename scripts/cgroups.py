@@ -6,7 +6,9 @@ processes' (issue 58).
 A run of a by-path workload moves its held target, and what it started
 before the hold, into a cgroup v2 folder named after the run (its tag,
 `kit<pid>_<n>`, which leftovers.py knows), made below the kit's own
-cgroup (so no controller the kit's group lacks, and the same CPU share);
+cgroup (so no controller the kit's group lacks, and the same CPU share;
+at the hierarchy's top where the kit's own is a user's delegated subtree,
+whose owner could move what is in it);
 whatever they start after inherits it.  bpftrace keys its count by `cgroup` (the folder's inode,
 what bpf_get_current_cgroup_id() gives), perf stat counts the event once
 in that cgroup (-G NAME) and once in all, ftrace keeps its ring buffer to
@@ -17,11 +19,13 @@ untraced rows run in one too.  Where the machine has no cgroup2 mount (a
 lab guest mounts none) there is no group, and a row says its count may
 hold other processes' events.
 
-Nothing to run: measure/kit.py makes one per run, leftovers.py removes a
-dead kit's.
+What is still in a run's group when the run ends (a daemon the command
+left) is stopped with it.  Nothing to run: measure/kit.py makes one per
+run, leftovers.py removes a dead kit's.
 """
 import errno
 import os
+import signal
 import time
 
 import mountinfo
@@ -62,6 +66,11 @@ class Group:
 
     def __init__(self, top, name):
         self.home = os.path.join(top, own_group().lstrip("/"))
+        st = os.stat(self.home)
+        if os.geteuid() == 0 and (st.st_uid != 0 or st.st_mode & 0o022):
+            # a user's delegated subtree (root run from their session): its
+            # owner could move or read what is in a group made there
+            self.home = top
         self.path = os.path.join(self.home, name)
         self.name = os.path.relpath(self.path, top)  # perf stat -G's, from the mount
         os.mkdir(self.path, 0o755)  # (FileExistsError: not ours)
@@ -93,9 +102,35 @@ class Group:
             return [int(x) for x in f.read().split()]
 
     def remove(self):
-        """The folder gone: what still runs in it (a command's daemon, the
-        workload's cleanup kills its own first) moved to the kit's group."""
+        """The folder gone: what still runs in it (a command's daemon, which
+        the run started and its cleanup did not stop) stopped first, as
+        everything the kit starts is (cgroup.kill, else SIGKILL to each
+        process in it, the group being the run's own), then removed."""
+        stop(self.path)
         remove(self.path, self.home)
+
+
+def stop(path, limit_s=REMOVE_LIMIT_S):
+    """Every process in the cgroup folder PATH killed (cgroup.kill where the
+    kernel has it, Linux 5.14 on; else SIGKILL each, again while any is
+    left), until it is empty or LIMIT_S have passed."""
+    end = time.monotonic() + limit_s
+    kill = os.path.join(path, "cgroup.kill")
+    while True:
+        with open(os.path.join(path, "cgroup.procs")) as f:
+            left = [int(x) for x in f.read().split()]
+        if not left or time.monotonic() > end:
+            return
+        if os.path.exists(kill):
+            with open(kill, "w") as f:
+                f.write("1")
+        else:
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        time.sleep(0.01)
 
 
 def remove(path, home, limit_s=REMOVE_LIMIT_S):

@@ -26,6 +26,7 @@ import tracers  # noqa: E402
 import host  # noqa: E402
 import kitlock  # noqa: E402
 import leftovers  # noqa: E402
+import trusted  # noqa: E402
 from host import Interrupted, say  # noqa: E402
 from measure import dormant, matrix  # noqa: E402
 from measure.kit import Kit  # noqa: E402
@@ -44,6 +45,8 @@ def main(argv=None):
     if args.vars:
         print("\n".join(params.defaults(args.params)))
         return 0
+    if not trusted.checked("run"):  # (before make is asked anything: the packages it needs)
+        return 1
     if args.against:  # what markers cost while no one traces: WORKLOAD against AGAINST
         dormant.check(args, params.Parser(prog="run.py").error)
         return against(args)

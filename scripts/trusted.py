@@ -101,15 +101,23 @@ def why_not(top, uids=None, prune=()):
     return None
 
 
-def make_all(who):
-    """`make all` (every build whose dependencies are here); False, having
-    said so, if make failed, or, as root, where the checkout is not root's
-    (or the sudo caller's) alone (why_not): then make never runs."""
+def checked(who):
+    """As root, the checkout walked (why_not): False, having said why in
+    one line, where root must run nothing from it; True otherwise (and
+    always without root)."""
     why = why_not(host.ROOT, prune=[os.path.join("build", d) for d in host.ROOT_FILE_SYSTEMS]) \
         if os.geteuid() == 0 else None
     if why:
         host.say(f"{who}: {why}; as root the kit runs nothing from a checkout others may write "
                  "(docs/cleanup.md: a shared checkout); nothing was run")
+    return not why
+
+
+def make_all(who):
+    """`make all` (every build whose dependencies are here); False, having
+    said so, if make failed, or, as root, where the checkout is not root's
+    (or the sudo caller's) alone (checked): then make never runs."""
+    if not checked(who):
         return False
     ok = host.run([*host.MAKE, "all"], capture=False)[0] == 0
     if not ok:

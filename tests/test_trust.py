@@ -92,6 +92,59 @@ class PlantedBuild(unittest.TestCase):
             self.assertTrue(said.endswith("nothing was run"), said)
 
 
+class Groups(unittest.TestCase):
+    """A run's cgroup (cgroups.py): a daemon the command left in it is
+    stopped with it, never moved to live on; and where the kit's own
+    cgroup is a user's delegated subtree, the run's group is made at the
+    hierarchy's top, out of that user's reach."""
+    tier = "host"
+
+    def setUp(self):
+        need_root(self)
+        import cgroups
+        self.cgroups, self.top = cgroups, cgroups.mount()
+        if not self.top:
+            self.skipTest("no cgroup2 mount here")
+
+    def test_what_is_left_in_it_is_stopped(self):
+        g = self.cgroups.Group(self.top, f"kittest{os.getpid()}_1")
+        daemon = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        try:
+            g.add([daemon.pid])
+            self.assertEqual(g.pids(), [daemon.pid])
+            g.remove()
+            self.assertFalse(os.path.exists(g.path))
+            self.assertEqual(daemon.wait(timeout=10), -9)
+        finally:
+            if daemon.poll() is None:
+                daemon.kill()
+                daemon.wait()
+            if os.path.isdir(g.path):
+                self.cgroups.remove(g.path, g.home)
+
+    def test_a_delegated_subtree_is_passed_over(self):
+        mine = os.path.join(self.top, f"kittest{os.getpid()}-user")
+        os.mkdir(mine)
+        try:
+            os.chown(mine, OTHER, OTHER)  # (as systemd delegates user@UID.service)
+            rel = "/" + os.path.relpath(mine, self.top)
+            with mock.patch.object(self.cgroups, "own_group", return_value=rel):
+                g = self.cgroups.Group(self.top, f"kittest{os.getpid()}_2")
+            try:
+                self.assertEqual(os.path.dirname(g.path), self.top)
+            finally:
+                os.rmdir(g.path)
+            os.chown(mine, 0, 0)
+            with mock.patch.object(self.cgroups, "own_group", return_value=rel):
+                g = self.cgroups.Group(self.top, f"kittest{os.getpid()}_3")
+            try:
+                self.assertEqual(os.path.dirname(g.path), mine)
+            finally:
+                os.rmdir(g.path)
+        finally:
+            os.rmdir(mine)
+
+
 class UserAfterRoot(unittest.TestCase):
     """`make check` as an ordinary user after root has run the kit: the
     suite's own before-and-after state reads nothing that is root's alone

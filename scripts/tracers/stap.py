@@ -403,11 +403,12 @@ class Stap(Tracer):
         its process is the held target (-x)."""
         if run.cfg.mode == SCRIPT_MODE:  # the user's own, as written (userscript.py)
             return [userscript.runnable(run.cfg.script, "stap", run.scratch, LIVE_LINE)]
+        mine = os.path.join(ROOT, run.cfg.script)  # (the checkout's, whatever the cwd)
         if run.cfg.attach != "running":
-            return [run.cfg.script]
+            return [mine]
         if run.workload.by_path:  # every process mapping it (stp/mark-by-path.stp): no -x
-            return [run.cfg.script, run.build, run.cfg.marker, LIVE_LINE]
-        return [run.cfg.script, run.build, LIVE_LINE, "-x", str(run.target_pid)]
+            return [mine, run.build, run.cfg.marker, LIVE_LINE]
+        return [mine, run.build, LIVE_LINE, "-x", str(run.target_pid)]
 
     def live_stapbpf(self, run, live):
         """Its probes are live (its begin probe has printed), and stapbpf's
