@@ -5,7 +5,8 @@ plugin interface built in but ships no plugin and no header, so the
 header comes from Debian's qemu *source* package of the very version
 installed (the plugin API must match the binary's): apt in a folder of
 its own (its lists and cache there, deb-src lines for the suites of the
-host's own apt sources; the host's apt state untouched),
+host's own apt sources; the host's apt state untouched:
+debpkgs.source_download),
 `apt-get source --download-only qemu=VERSION`, and qemu-plugin.h taken
 out of the upstream tarball.  Cached in build/lab/plugin/VERSION/, the
 plugin beside it named by the hash of what it is built from.  Needs
@@ -19,7 +20,6 @@ Nothing to run: lab/steps.py calls plugin() for WHERE=1.
 import glob
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import tarfile
@@ -47,62 +47,19 @@ def qemu_source_version():
     return r.stdout.strip()
 
 
-def source_lines():
-    """deb-src lines, main only, for where the installed qemu-system-x86 can
-    have come from: the host's Debian mirror (suite.mirror, the lab's own)
-    at its suite and SUITE-updates, and the security archive at
-    SUITE-security where the host's sources name one (an enabled deb822
-    stanza or a sources.list line); never a third party's repository."""
-    from .suite import mirror  # (suite.py imports this wing's rooms)
-    with open("/etc/os-release") as f:
-        m = re.search(r"^VERSION_CODENAME=(\w+)", f.read(), re.M)
-    base = mirror()
-    if not m or not base:
-        return []
-    suite = m.group(1)
-    got = [(base, suite), (base, f"{suite}-updates")]
-    stanzas = []
-    for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
-        with open(path) as f:
-            stanzas += f.read().split("\n\n")
-    for st in stanzas:
-        uris, suites = (re.search(rf"^{k}:(.*)$", st, re.M) for k in ("URIs", "Suites"))
-        if (uris and suites and f"{suite}-security" in suites.group(1).split()
-                and not re.search(r"^Enabled:\s*no", st, re.M | re.I)):
-            got += [(u, f"{suite}-security") for u in uris.group(1).split()]
-    for path in ["/etc/apt/sources.list", *sorted(glob.glob("/etc/apt/sources.list.d/*.list"))]:
-        if os.path.exists(path):
-            with open(path) as f:
-                for ln in f:
-                    x = re.match(r"\s*deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+(\S+)", ln)
-                    if x and x.group(2) == f"{suite}-security":
-                        got.append(x.groups())
-    return [f"deb-src {u} {x} main\n" for u, x in dict.fromkeys(got)]
-
-
 def header(version, log):
     """qemu-plugin.h of Debian's qemu source package VERSION, cached."""
     d = os.path.join(PLUGIN_DIR, version.replace(":", "_"))
     got = os.path.join(d, HEADER)
     if os.path.exists(got):
         return got
-    lines = source_lines()
-    if not lines:
-        raise LabError("the plugin's header: no Debian source in the host's apt sources")
     os.makedirs(d, exist_ok=True)
     say(f"lab: the plugin: qemu-plugin.h from Debian's qemu {version} source package (once)")
     with tempfile.TemporaryDirectory(dir=d) as tmp:
-        lists, cache = os.path.join(tmp, "lists"), os.path.join(tmp, "cache")
-        os.makedirs(os.path.join(lists, "partial"))
-        os.makedirs(os.path.join(cache, "archives", "partial"))
-        src = os.path.join(tmp, "sources.list")
-        with open(src, "w") as f:
-            f.write("".join(lines))
-        apt = ["apt-get", "-q", "-o", f"Dir::Etc::SourceList={src}",
-               "-o", "Dir::Etc::SourceParts=/nonexistent", "-o", f"Dir::State::Lists={lists}",
-               "-o", f"Dir::Cache={cache}"]
-        sh([*apt, "update"], log, timeout=300)
-        sh([*apt, "source", "--download-only", f"qemu={version}"], log, timeout=900, cwd=tmp)
+        try:
+            debpkgs.source_download("qemu", version, tmp, log)
+        except debpkgs.SourceError as e:
+            raise LabError(f"the plugin's header: {e}") from e
         tars = [t for t in glob.glob(os.path.join(tmp, "qemu_*.orig.tar.*"))
                 if not t.endswith(".asc")]
         if len(tars) != 1:

@@ -12,7 +12,6 @@ Nothing to run: lab/steps.py drives a Suite.
 import fcntl
 import glob
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -117,22 +116,9 @@ def packages():
 
 
 def mirror():
-    """The host's Debian mirror (its apt sources), never a name of ours."""
-    for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
-        with open(path) as f:
-            text = f.read()
-        for stanza in text.split("\n\n"):
-            uris = re.search(r"^URIs:\s*(\S+)", stanza, re.M)
-            if uris and "security" not in uris.group(1) and re.search(
-                    r"^Types:.*\bdeb\b", stanza, re.M):
-                return uris.group(1)
-    if os.path.exists("/etc/apt/sources.list"):
-        with open("/etc/apt/sources.list") as f:
-            for ln in f:
-                m = re.match(r"\s*deb\s+(?:\[[^]]*\]\s+)?(\S+)\s", ln)
-                if m and "security" not in m.group(1):
-                    return m.group(1)
-    return None
+    """The host's Debian mirror (its apt sources), never a name of ours
+    (debpkgs.mirror: one home, the source downloads' too)."""
+    return debpkgs.mirror()
 
 
 def need_host_tools(no_install):
