@@ -66,9 +66,8 @@ def line(threads, ans, asked):
     words = (f"no difference detectable above +-{ans['half_pct']:.2f}%" if ans["verdict"] == SAME
              else f"{ans['verdict']}")
     more = ""
-    if ans["half_pct"] > asked:  # (what the rule asked, else the rounds' own spread says)
-        need = max(ans["rounds"] + 1, ans.get("need") or 0,
-                   paired.rounds_needed(ans["figures"], asked))
+    if ans["half_pct"] > asked:  # (as the rule's later stages reckon it: stats/paired.py)
+        need = math.ceil(ans["rounds"] * (ans["half_pct"] / asked) ** 2 * 1.1)
         more = (f"; +-{asked:g}% asked, +-{ans['half_pct']:.2f}% reached: about {need} rounds "
                 f"would reach it, {math.ceil(need * (ans['round_s'] or 0))} s (DORMANT_S)")
     pp = ans.get("per_passage_ns")
