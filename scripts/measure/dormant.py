@@ -30,7 +30,6 @@ calls main(args) where AGAINST is given.
 import contextlib
 import csv
 import fnmatch
-import json
 import os
 import random
 import shlex
@@ -311,10 +310,7 @@ def open_folder(a):
 
 
 def write_meta(folder, meta):
-    tmp = os.path.join(folder, record.META + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(meta, f, indent=1)
-    os.replace(tmp, os.path.join(folder, record.META))
+    host.write_json(os.path.join(folder, record.META), meta, indent=1)
 
 
 def main(a):
