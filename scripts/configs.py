@@ -91,6 +91,11 @@ class Config:
         """The configuration this one is measured against."""
         return self.baseline or BASELINE
 
+    @property
+    def idle(self):
+        """An idle-* row: a build's markers in the kit's loop, nothing attached."""
+        return self.tracer == "none" and not self.workload and self.name != BASELINE
+
 
 # The orders of probe and target.  Only a back-end that attaches by
 # itself, without wrapping the target's command (ftrace), can attach to a

@@ -4,6 +4,9 @@
 - Interval: its coverage under the kit's own stopping rule, simulated with
   noise like this VM's (a drift that wanders from run to run, run noise,
   outliers), and the verdicts worked by hand;
+- IdleRows: make run's idle-* rows stop by the same rule, a cap of runs
+  in place of a time cap (stats.settle_idle), and their interval in ns a
+  call (stats.overhead, idle) holds as often;
 - Input: bad input is an error before any timing;
 - Runs (host tier): the kit's loop with a marker computing its argument
   against the plain build is `dearer`; the plain build against itself
@@ -22,6 +25,7 @@ import unittest
 
 from kit_test import ROOT, StateTest, need_build, need_root
 from record.dormant import CHEAPER, DEARER, DORMANT_CSV, SAME
+import stats
 from stats import paired
 
 RUN_PY = os.path.join(ROOT, "scripts", "run.py")
@@ -128,6 +132,71 @@ class Interval(unittest.TestCase):
         self.assertEqual(paired.answer([x - 3.5 for x in range(1, 7)], 6)["verdict"], SAME)
         self.assertEqual(paired.answer([x - 10 for x in range(1, 7)], 6)["verdict"], CHEAPER)
         self.assertEqual(paired.signed_rank([0, 1, 10]), (3.0, None, None))
+
+
+class IdleRows(unittest.TestCase):
+    """An idle-* cell against the baseline as make run's matrix runs them:
+    each round one run of each, in a random order, the cell deciding after
+    each of its runs (settle_idle: a pilot, Stein's second stage on the
+    robust spread, the later stages, IDLE_RUNS the most), then its
+    interval in ns a call, the report's (overhead, idle)."""
+
+    SIMS = 1000  # (a coverage of 0.95 is then known to +-0.014)
+    CALL_NS = 1.2  # the bare call here
+
+    @staticmethod
+    def row(rep, ns):
+        return {"status": "ok", "iterations": 1000, "threads": 1, "rep": rep, "unit": "ns",
+                "thread_wall_ns": str(round(ns * 1000))}
+
+    def one(self, noise, pilot=12, most=60):
+        cell, base = [], []
+        while True:
+            rep = len(cell) + 1
+            for side in noise.rng.sample(("A", "B"), 2):
+                (cell if side == "A" else base).append(
+                    self.row(rep, self.CALL_NS * noise.run(side) / noise.run_s))
+            done, why = stats.settle_idle(cell, base, pilot, most, 1.0, "IDLE_RUNS")
+            if done:
+                return stats.overhead(stats.cell_stats(cell), stats.cell_stats(base), pilot,
+                                      idle=True), why
+
+    def test_coverage(self):
+        for delta, heavy in ((0.0, False), (0.0, True), (0.02, True)):
+            with self.subTest(delta=delta, heavy=heavy):
+                rng = random.Random(6604 + int(delta * 1000) + heavy)
+                held = 0
+                for _ in range(self.SIMS):
+                    o, _ = self.one(Noise(rng, delta, heavy, run_sd=0.01))
+                    # the truth in ns a call: the baseline's median call
+                    # times delta (its drift's mean is 0 in the logarithm)
+                    held += o["lo_ns"] <= self.CALL_NS * delta <= o["hi_ns"]
+                self.assertGreaterEqual(held / self.SIMS, 0.935)
+
+    def test_by_hand(self):
+        """Six repetitions whose cell took 1..6% longer than the baseline's
+        1 ns: figures 100 ln(1.0k); the cut for 6 is 0, so the interval is
+        the least and the most figure, in ns a call 0.01 and 0.06 (the
+        baseline's mean 1 ns), the estimate the Walsh averages' median,
+        the 11th of 21: (ln 1.02 + ln 1.05) / 2 (ln's bend puts it between
+        (ln 1.01 + ln 1.06) / 2 and (ln 1.03 + ln 1.04) / 2), turned back."""
+        base = [self.row(k, 1.0) for k in range(1, 7)]
+        cell = [self.row(k, 1.0 + k / 100) for k in range(1, 7)]
+        o = stats.overhead(stats.cell_stats(cell), stats.cell_stats(base), 6, idle=True)
+        self.assertAlmostEqual(o["lo_ns"], 0.01, places=6)
+        self.assertAlmostEqual(o["hi_ns"], 0.06, places=6)
+        self.assertAlmostEqual(o["mean_ns"], math.sqrt(1.02 * 1.05) - 1, places=6)
+        self.assertIn("signed-rank", o["method"])
+        # five pilot runs of six: not done; six: the figures 0.995, 1.980,
+        # 2.956, 3.922, 4.879, 5.827, median 3.439, MAD 1.449 x 1.4826 =
+        # 2.149; t(5) 2.571 x 1.023 x 2.149 / 1% = 5.651, squared 31.9: 32
+        # runs; the interval [1%, 6%] half 2.5%
+        self.assertEqual(stats.settle_idle(cell[:5], base[:5], 6, 60, 1.0, "IDLE_RUNS")[0],
+                         False)
+        self.assertEqual(stats.settle_idle(cell, base, 6, 60, 1.0, "IDLE_RUNS"),
+                         (False, "6 of 32 runs: +-2.5%"))
+        self.assertTrue(stats.settle_idle(cell, base, 6, 6, 1.0, "IDLE_RUNS")[1].startswith(
+            "IDLE_RUNS=6 reached"))
 
 
 class BadInput(unittest.TestCase):

@@ -43,7 +43,7 @@ import leftovers
 import record
 import trusted
 from host import say
-from params import Param, command_words, number_in, one_of, seconds_in
+from params import MAX_RUNS, Param, command_words, int_in, number_in, one_of, seconds_in
 from record.dormant import ABBA, COLUMNS, DORMANT_CSV, DUET, KIND, METHODS
 from stats import paired
 from tracers import tracefs
@@ -57,7 +57,12 @@ PARAMS = [
           "untraced, in ABBA rounds: what the markers cost while no one traces "
           "(docs/dormant.md)", "none"),
     Param("DORMANT_PRECISION", number_in("DORMANT_PRECISION", 0.01, 100, "% of AGAINST's time"),
-          1.0, "with AGAINST: the 95% half-width asked, in % of AGAINST's time"),
+          1.0, "with AGAINST: the 95% half-width asked, in % of AGAINST's time; without it, "
+          "the idle-* rows' (the markers of the kit's loop, nothing attached), in % of the "
+          "baseline's"),
+    Param("IDLE_RUNS", int_in("IDLE_RUNS", paired.MIN_PILOT, MAX_RUNS), 60,
+          "the most runs of an idle-* row (and of its baseline) at a thread count, which stops "
+          "on DORMANT_PRECISION by AGAINST's rule (stats/paired.py; without RUNS)"),
     Param("DORMANT_S", seconds_in("DORMANT_S", 5, 86400), 120.0,
           "with AGAINST: the most seconds of timed rounds, all thread counts together"),
     Param("DORMANT_METHOD", one_of("DORMANT_METHOD", *METHODS), ABBA,

@@ -62,6 +62,7 @@ class Run:
         # to its cleanup), or why it has none
         self.group, self.group_why = None, ""
         self.audit = None  # (the loader's module, whether it raised the semaphore), if loaded
+        self.own_copy = None  # (copy, path) where the command maps a copy only it maps (owncopy)
         kit.serial += 1
         self.tag = leftovers.run_tag(kit.id, kit.serial)
         paced = "" if rate == TIGHT else f"-rate{rate}"
@@ -73,8 +74,9 @@ class Run:
         self.env = dict(os.environ, GMON_OUT_PREFIX=os.path.join(self.scratch, "gmon.out"))
 
     def wrapped(self, cmd):
-        """CMD runs the target under a tracer (not the target's own command)."""
-        return cmd[0] != self.target()[0]
+        """CMD runs the target under a tracer (not the target's own command,
+        nor that command under its own copy of the program: owncopy.py)."""
+        return cmd[0] != self.target()[0] and not self.own_copy
 
     def target(self):
         size = (["--iterations", str(self.iterations)] if self.rate == TIGHT else

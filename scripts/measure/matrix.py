@@ -6,6 +6,7 @@ until it is done (Cells: RUNS, or settled between MIN_RUNS and MAX_RUNS).
 
 Nothing to run: run.py calls prepare() and measure().
 """
+import math
 import os
 import random
 import tempfile
@@ -27,8 +28,9 @@ from measure import witness
 from measure.plan import Plan, fmt_s
 from measure.sizing import (WARMUP_ITER, floor_calls, size_iterations, wall_per_call,
                             warmup_calls)
-from params import TIGHT, most_runs
-from stats import settle
+from params import TIGHT, cpus, most_runs
+from record import DEFAULT_UNIT, INSTRUCTIONS
+from stats import paired, settle, settle_idle
 from tracers.base import TracerError
 
 
@@ -189,6 +191,21 @@ def warm_up(kit, args, c, n, label):
     return args.iter, f"ITER: both warm-ups failed ({row['reason']})", runs
 
 
+def by_pairs(args, cell):
+    """CELL stops by make run AGAINST='s rule (stats.settle_idle): an
+    idle-* row at a thread count the CPUs hold, its tight loop, without
+    RUNS (a time-sliced cell's noise is the scheduler's: settle's)."""
+    c, n, rate = cell
+    return c.idle and not args.runs and rate == TIGHT and n <= cpus()
+
+
+def idle_pilot(args, run_s):
+    """An idle-* cell's pilot: as many runs as fill PILOT_S (MIN_RUNS
+    without it), paired.MIN_PILOT..MAX_PILOT, at most IDLE_RUNS."""
+    want = math.ceil(args.pilot_s / run_s) if args.pilot_s and run_s > 0 else args.min_runs
+    return min(args.idle_runs, paired.MAX_PILOT, max(paired.MIN_PILOT, want))
+
+
 class Cells:
     """The matrix's cells and their timed rows so far, and when each is
     done: after exactly RUNS runs where RUNS is given; else (tight-loop
@@ -208,6 +225,17 @@ class Cells:
     def most(self, threads):
         """(the most runs of a cell at THREADS, the parameter saying so)."""
         return (self.high, "RUNS") if self.args.runs else most_runs(self.args, threads)
+
+    def most_of(self, cell):
+        """(the most runs of CELL, the parameter saying so): an idle-* row's
+        IDLE_RUNS (by_pairs), a baseline's the most of a cell measured
+        against it, else most()."""
+        if by_pairs(self.args, cell):
+            return self.args.idle_runs, "IDLE_RUNS"
+        c, n, rate = cell
+        mine = [self.most_of(k) for k in self.rows
+                if k[1:] == (n, rate) and k[0].against == c.name and k[0] is not c]
+        return max(mine + [self.most(n)])
 
     def active(self):
         return [cell for cell in self.rows if cell not in self.stopped]
@@ -237,11 +265,15 @@ class Cells:
             if len(mine) >= a.min_runs and not others:
                 return (f"after {len(mine)} runs: every other cell at {n} thread{'s' * (n != 1)} "
                         "had stopped")
-            top, cap = self.most(n)
+            top, cap = self.most_of(cell)
             return f"{cap}={top} reached" if len(mine) >= top else ""
-        top, cap = self.most(n)
-        done, why = settle(mine, self.rows.get(base, []), self.pilots[cell], top, a.precision,
-                           a.precision_ns, cap)
+        top, cap = self.most_of(cell)
+        if by_pairs(a, cell) and (mine[-1].get("unit") or DEFAULT_UNIT) != INSTRUCTIONS:
+            done, why = settle_idle(mine, self.rows.get(base, []), self.pilots[cell], top,
+                                    a.dormant_precision, cap)
+        else:
+            done, why = settle(mine, self.rows.get(base, []), self.pilots[cell], top,
+                               a.precision, a.precision_ns, cap)
         return why if done else ""
 
     def left_s(self, plan, warm_ups):
@@ -252,7 +284,7 @@ class Cells:
         for cell in self.active():
             s, k = plan.run_s(cell[0].name, *cell[1:]), len(self.rows[cell])
             lo += s * max(0, self.pilots[cell] - k)
-            hi += s * max(0, self.most(cell[1])[0] - k)
+            hi += s * max(0, self.most_of(cell)[0] - k)
         return lo, hi
 
 
@@ -269,6 +301,9 @@ class Matrix:
                              args, ns, self.cut[name], floor=floor_calls(configs.BY_NAME[name])
                          )[0] * ns / 1e9,
                          lambda name: warmup_calls(WARMUP_ITER, configs.BY_NAME[name]))
+        for cell in filter(lambda cell: by_pairs(args, cell), self.cells):
+            key = (cell[0].name, *cell[1:])
+            self.plan.pilots[key] = idle_pilot(args, self.plan.run_s(*key))
         self.state = Cells(args, self.cells, self.plan.pilots)
         self.warm_ups = self.plan.warm_ups()
         self.nwarm_all, self.nwarm, self.nruns = len(self.warm_ups), 0, 0

@@ -14,13 +14,14 @@ Nothing to run: `import stats`.
 """
 from .intervals import T95, mean_ci, median_ci, stein_ci, t95, welch_ci
 from .cells import (NOISY_CV, calls, cell_stats, common, config_rank, overhead, own_figures,
-                    per_thread_column, tracer_steady, workload_figures)
-from .stopping import on_width, pilot, pilot_values, runs_needed, settle
+                    paired_figures, per_thread_column, tracer_steady, workload_figures)
+from .stopping import on_width, pilot, pilot_values, runs_needed, settle, settle_idle
 from .analysis import analyse, dedup_skips, event_check, outcomes, scaling, sites
 from .paced import KEPT_PACE, limits, paced, why_not
 
 __all__ = ["T95", "mean_ci", "median_ci", "stein_ci", "t95", "welch_ci", "NOISY_CV", "calls",
-           "cell_stats", "common", "config_rank", "overhead", "own_figures", "per_thread_column",
-           "tracer_steady", "workload_figures", "on_width", "pilot", "pilot_values",
-           "runs_needed", "settle", "analyse", "dedup_skips", "event_check", "outcomes",
-           "scaling", "sites", "KEPT_PACE", "limits", "paced", "why_not"]
+           "cell_stats", "common", "config_rank", "overhead", "own_figures", "paired_figures",
+           "per_thread_column", "tracer_steady", "workload_figures", "on_width", "pilot",
+           "pilot_values", "runs_needed", "settle", "settle_idle", "analyse", "dedup_skips",
+           "event_check", "outcomes", "scaling", "sites", "KEPT_PACE", "limits", "paced",
+           "why_not"]

@@ -72,8 +72,8 @@ def analyse(rows, meta):
         b = base.get((against[c["config"]], c["threads"]))
         if c["n_runs"]:
             p = pilot(meta, c["config"], c["threads"])
-            c["overhead"] = overhead(c, b, p) if b and c is not b else None
             cfg = configs.BY_NAME.get(c["config"])
+            c["overhead"] = overhead(c, b, p, bool(cfg and cfg.idle)) if b and c is not b else None
             w = workloads.get(cfg.workload) if cfg and cfg.workload else None
             c["own"] = own_figures(c, p, [k for k, _, rate in (w.figures if w else ()) if rate])
     scaling([c for c in out if c["n_runs"]], ncpu)

@@ -11,6 +11,7 @@ import statistics
 import configs
 from record import DEFAULT_UNIT, INSTRUCTIONS, num, split_ns as ints
 from .intervals import mean_ci, stein_ci, welch_ci
+from . import paired
 
 
 NOISY_CV = 0.10  # a cell whose per-event times vary more than this is flagged
@@ -27,14 +28,25 @@ def per_thread_column(row):
     return "thread_cpu_ns" if row.get("unit") == INSTRUCTIONS else "thread_wall_ns"
 
 
+def thread_ns(row):
+    """ROW's per-event time of each thread."""
+    return [w / row["iterations"] for w in ints(row[per_thread_column(row)])]
+
+
+def per_rep(rows):
+    """{repetition: its runs' mean per-event time} of measured ROWS."""
+    out = {}
+    for r in rows:
+        out.setdefault(r["rep"], []).append(statistics.fmean(thread_ns(r)))
+    return {k: statistics.fmean(v) for k, v in out.items()}
+
+
 def cell_stats(rows):
     """Statistics of one (config, threads) cell from its measured rows."""
-    samples, per_rep, user, sys_, tracer, walls = [], {}, [], [], [], []
+    samples, user, sys_, tracer, walls = [], [], [], [], []
     for r in rows:
         it, n = r["iterations"], r["threads"]
-        thread_ns = [w / it for w in ints(r[per_thread_column(r)])]
-        samples += thread_ns
-        per_rep.setdefault(r["rep"], []).append(statistics.fmean(thread_ns))
+        samples += thread_ns(r)
         ev = it * n
         if r.get("thread_user_ns"):
             user.append(sum(ints(r["thread_user_ns"])) / ev)
@@ -45,7 +57,6 @@ def cell_stats(rows):
         w = num(r.get("wall_ns"))
         if w:
             walls.append(ev / (w / 1e9))
-    per_rep = {k: statistics.fmean(v) for k, v in per_rep.items()}
     own = {}  # a real program's own figures (the workload column), by repetition
     for r in rows:
         for name, v in workload_figures(r).items():
@@ -54,7 +65,7 @@ def cell_stats(rows):
     mean = statistics.fmean(samples)
     return {
         "n_runs": len(rows), "n_samples": len(samples), "samples_ns": samples,
-        "per_rep_ns": per_rep, "median_ns": statistics.median(samples), "mean_ns": mean,
+        "per_rep_ns": per_rep(rows), "median_ns": statistics.median(samples), "mean_ns": mean,
         "min_ns": min(samples), "sd_ns": sd, "cv": sd / mean if mean else 0.0,
         "user_ns": statistics.fmean(user) if user else None,
         "sys_ns": statistics.fmean(sys_) if sys_ else None,
@@ -97,20 +108,30 @@ def own_figures(cell, pilot=None, rates=()):
     return out
 
 
-def overhead(cell, base, pilot=None):
+def overhead(cell, base, pilot=None, idle=False):
     """Overhead per event of cell against base, and the slowdown.  Both
     come from one test: paired t over the repetitions both cells ran,
     else Welch's t; the slowdown is exp of the same interval taken on
     the logarithms of the per-repetition times (a ratio of geometric
     means), so the baseline's own variance is in both.  PILOT: the cell
     ran as many times as its first PILOT repetitions asked for (settle),
-    and the paired interval is Stein's (stein_ci).  In instructions (a
-    lab guest) always Welch's: under -icount nothing drifts between runs
-    for pairing to cancel, and a cell may come from another boot than its
-    baseline (make lab's guests share a suite's configurations)."""
+    and the paired interval is Stein's (stein_ci).  IDLE (an idle-* row,
+    in ns, at least paired.MIN_PILOT repetitions paired): the signed-rank
+    interval of the repetitions' log ratios (paired_figures), the rule
+    its runs stopped by (settle_idle).  In instructions (a lab guest)
+    always Welch's: under -icount nothing drifts between runs for pairing
+    to cancel, and a cell may come from another boot than its baseline
+    (make lab's guests share a suite's configurations)."""
     common = sorted(set(cell["per_rep_ns"]) & set(base["per_rep_ns"]))
     c, b = cell["per_rep_ns"], base["per_rep_ns"]
-    if len(common) >= 2 and INSTRUCTIONS not in (cell.get("unit"), base.get("unit")):
+    ns = INSTRUCTIONS not in (cell.get("unit"), base.get("unit"))
+    if idle and ns and len(common) >= paired.MIN_PILOT:
+        x, xlo, xhi = (v / 100 for v in paired.signed_rank(paired_figures(c, b)))
+        per = statistics.fmean(b[k] for k in common)  # the baseline's time a call
+        m, lo, hi = (math.expm1(v) * per for v in (x, xlo, xhi))
+        method = (f"Hodges-Lehmann, Wilcoxon signed-rank interval over {len(common)} "
+                  "repetitions' log ratios (stats/paired.py)")
+    elif len(common) >= 2 and ns:
         diffs = [c[k] - b[k] for k in common]
         logs = [math.log(c[k] / b[k]) for k in common]
         if pilot:
@@ -135,6 +156,14 @@ def overhead(cell, base, pilot=None):
         "min_ns": cell["min_ns"] - base["min_ns"],
         "slowdown_x": ex(x), "slowdown_lo": ex(xlo), "slowdown_hi": ex(xhi),
     }
+
+
+def paired_figures(c, b):
+    """100 ln(C / B) at each repetition both ran, in the order they ran
+    (C, B: {repetition: time}, a cell's per_rep_ns or per_rep()): an
+    idle-* row's figures (stats/paired.py's, a repetition a round: the two
+    ran once each, in a random order)."""
+    return [100 * math.log(c[k] / b[k]) for k in sorted(set(c) & set(b))]
 
 
 def tracer_steady(warmups, runs):

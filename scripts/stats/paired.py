@@ -83,33 +83,47 @@ def rounds_needed(pilot, precision_pct):
 def stopping(one_round, budget_s, precision_pct, now=time.monotonic):
     """The rule, whatever makes a round: ONE_ROUND(k, stage) times round K
     and returns its figure; a first round gives the round's time, then the
-    pilot (pilot_rounds), then as many more as rounds_needed asks and
-    BUDGET_S (from the start, by NOW) fits.  {figures, pilot, need, fit,
-    round_s}: the run's figures and what decided their number."""
+    pilot (pilot_rounds), then as many more as replay() asks and BUDGET_S
+    (from the start, by NOW) fits.  {figures, pilot, need, fit, round_s}:
+    the run's figures and what decided their number."""
     t0 = now()
     figures = [one_round(0, PILOT)]
     round_s = now() - t0
     pilot = pilot_rounds(round_s, budget_s)
-    while len(figures) < pilot:
-        figures.append(one_round(len(figures), PILOT))
-    need = rounds_needed(figures, precision_pct)
 
     def fit():
         return len(figures) + max(0, int((t0 + budget_s - now()) / round_s)) if round_s > 0 \
-            else need
-    while len(figures) < min(need, fit()):
-        figures.append(one_round(len(figures), MORE))
-    # Later stages: where the rounds' own interval came out wider than asked
-    # (a pilot that missed the outliers), the rounds that would reach it by
-    # that width, and 10% more, as the time allows; at most LATER_STAGES.
-    for _ in range(LATER_STAGES):
-        half = answer(figures, pilot)["half_pct"]
-        if half <= precision_pct or len(figures) >= fit():
+            else math.inf
+    while True:
+        done, need = replay(figures, pilot, precision_pct)
+        if done or len(figures) >= fit():
             break
-        need = max(need, math.ceil(len(figures) * (half / precision_pct) ** 2 * 1.1))
         while len(figures) < min(need, fit()):
-            figures.append(one_round(len(figures), MORE))
+            figures.append(one_round(len(figures), PILOT if len(figures) < pilot else MORE))
     return {"figures": figures, "pilot": pilot, "need": need, "fit": fit(), "round_s": round_s}
+
+
+def replay(figures, pilot, precision_pct):
+    """Where the rule stands after FIGURES (in the order they ran), PILOT
+    of them the pilot: (done, the rounds asked for so far).  Stein's second
+    stage on the pilot (rounds_needed); then, where the interval of the
+    rounds asked for came out wider than PRECISION_PCT (a pilot that missed
+    the outliers), as many as that width says would reach it, 10% over, at
+    most LATER_STAGES times.  Each decision is a function of the rounds
+    before it alone, so the same figures replay to the same point: make
+    run AGAINST='s rounds (stopping(), a time cap) and make run's idle-*
+    rows (stats.settle_idle, a cap of runs) stop by this one rule."""
+    if len(figures) < pilot:
+        return False, pilot
+    need = rounds_needed(figures[:pilot], precision_pct)
+    for _ in range(LATER_STAGES):
+        if len(figures) < need:
+            return False, need
+        half = answer(figures[:need], pilot)["half_pct"]
+        if half <= precision_pct:
+            return True, need
+        need = max(need + 1, math.ceil(need * (half / precision_pct) ** 2 * 1.1))
+    return len(figures) >= need, need
 
 
 def walsh(xs):

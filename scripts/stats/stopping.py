@@ -9,7 +9,8 @@ import statistics
 
 from record import DEFAULT_UNIT, FINDINGS, INSTRUCTIONS, MEASURED
 from .intervals import stein_ci, t95
-from .cells import cell_stats, overhead
+from .cells import cell_stats, overhead, paired_figures, per_rep
+from . import paired
 
 
 def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns, cap="MAX_RUNS"):
@@ -65,6 +66,31 @@ def settle(rows, base_rows, min_runs, max_runs, precision, precision_ns, cap="MA
         return True, (f"{cap}={max_runs} reached: {text} ({asked}; {len(values)} paired with "
                       "the baseline's)")
     return False, f"{len(values)} of {want[0]} runs: {text} ({asked})"
+
+
+def settle_idle(rows, base_rows, pilot, most, precision_pct, cap):
+    """(stop?, why) for an idle-* cell (a build's markers in the kit's
+    loop, nothing attached; ROWS its timed runs so far, BASE_ROWS the
+    baseline's at its thread count): make run AGAINST='s rule
+    (paired.replay) on the repetitions' figures 100 ln(cell / baseline)
+    (paired_figures), the half-width asked PRECISION_PCT of the baseline's
+    time (DORMANT_PRECISION), PILOT of them first, at most MOST runs (CAP
+    its parameter's name).  A marker with nothing attached costs a few
+    hundredths of a ns; a run here now and then takes 20-70% longer, and
+    the signed-rank interval's width does not follow those outliers."""
+    measured = [r for r in rows if r["status"] in MEASURED]
+    base = [r for r in base_rows if r["status"] in MEASURED]
+    n = len(rows)
+    figures = paired_figures(per_rep(measured), per_rep(base))
+    done, need = paired.replay(figures, pilot, precision_pct)
+    target = f"DORMANT_PRECISION={precision_pct:g}% of the baseline's time"
+    text = (f"+-{paired.answer(figures, pilot)['half_pct']:.3g}%" if len(figures) >= pilot
+            else f"{len(figures)} of the {pilot} pilot runs paired")
+    if done:
+        return True, f"precise after {n} runs: {text} (signed-rank; within {target})"
+    if n >= most:
+        return True, f"{cap}={most} reached: {text} ({need} asked for {target})"
+    return False, f"{len(figures)} of {need} runs: {text}"
 
 
 def on_width(cell, base, n, max_runs, precision, precision_ns, unit, target, cap="MAX_RUNS"):

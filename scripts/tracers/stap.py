@@ -1,5 +1,5 @@
 """stap.py: SystemTap, with the scripts in stp/, on either runtime.
-(Some 510 lines, past the house's ~450: one back-end's run verbs on two
+(Some 540 lines, past the house's ~450: one back-end's run verbs on two
 runtimes that share every verb; its lifecycle verbs are stap_attached.py's,
 its module builds stap_build.py's, its pre-flight stap_preflight.py's.)
 
@@ -61,6 +61,7 @@ import sys
 from dataclasses import dataclass
 
 import host
+import owncopy
 import semaphores
 import userscript
 import workloads
@@ -407,7 +408,8 @@ class Stap(Tracer):
         if run.cfg.attach != "running":
             return [mine]
         if run.workload.by_path:  # every process mapping it (stp/mark-by-path.stp): no -x
-            return [mine, run.build, run.cfg.marker, LIVE_LINE]
+            return [mine, run.own_copy[0] if run.own_copy else run.build, run.cfg.marker,
+                    LIVE_LINE]
         return [mine, run.build, LIVE_LINE, "-x", str(run.target_pid)]
 
     def live_stapbpf(self, run, live):
@@ -420,7 +422,12 @@ class Stap(Tracer):
 
     def wrap(self, run, cmd):
         if run.cfg.attach == "running":
-            return cmd
+            if not run.workload.by_path or run.cfg.mode == SCRIPT_MODE:
+                return cmd
+            # by path: the command under a copy of the program only it maps,
+            # the probe on the copy (owncopy.py): the workload's events alone
+            run.own_copy = owncopy.make(run.build, run.scratch)
+            return owncopy.wrap(cmd, *run.own_copy)
         if self.reports(run.cfg):  # the module's output joins the target's stdout
             return ["staprun", run.state.ko, "-c", " ".join(cmd)]
         if self.runtime == "module":
@@ -487,8 +494,12 @@ class Stap(Tracer):
             if live:
                 if live.status != 0:
                     raise TracerError(f"stap -x exited with status {live.status} at its SIGINT")
-                note += ("; stap on every process mapping it" if run.workload.by_path else
+                note += (f"; stap on every process mapping {'its copy' if run.own_copy else 'it'}"
+                         if run.workload.by_path else
                          f"; stap -x {run.target_pid}") + ", started beside the held target"
+        if run.own_copy:  # (so no other process's hit is in its count: others 0)
+            note += (f"; its probe on a copy of {run.build} that only the workload's processes "
+                     "map (owncopy.py): their events alone")
         with open(run.log) as f:
             log = f.read()
         skipped = sum(int(x) for x in re.findall(r"skipped probes: (\d+)", log))
@@ -510,7 +521,8 @@ class Stap(Tracer):
                      "the probe counted")
         live = run.state.live
         return Events(count - lost, lost, note, runtime=self.runtime,
-                      tracer_cpu_ns=live and live.cpu_ns)
+                      tracer_cpu_ns=live and live.cpu_ns, apart=bool(run.own_copy),
+                      others=0 if run.own_copy else None)
 
     def detach(self, run):
         self.stop_live(run)
