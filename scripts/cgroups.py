@@ -5,7 +5,7 @@ processes' (issue 58).
 
 A run of a by-path workload moves its held target, and what it started
 before the hold, into a cgroup v2 folder named after the run (its tag,
-`kit<pid>_<n>`, which leftovers.py knows), made below the kit's own
+`kit<id>_<n>`, which leftovers.py knows), made below the kit's own
 cgroup (so no controller the kit's group lacks, and the same CPU share;
 at the hierarchy's top where the kit's own is a user's delegated subtree,
 whose owner could move what is in it);

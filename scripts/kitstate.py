@@ -4,7 +4,7 @@ a hex-looking word in a name (issue 56).
 
 Each root kit that sweeps (make run, make lifecycle) registers itself in
 STATE (/run/usdt-tracing-kit.d, root's, 0700, made without following a
-link): a file named after its id (its pid in hex, as its names carry it)
+link): a file named after its id (kit_id: its pid and pid namespace, as its names carry it)
 holding its pid, its start time (so a pid the kernel gave to a new process
 is not the kit), its pid namespace (tracefs is the kernel's, /proc the
 namespace's: a kit never judges another namespace's kit) and the tracers
@@ -46,6 +46,15 @@ def pid_ns(pid="self"):
         return None
 
 
+def kit_id(pid):
+    """The id of the kit whose process is PID (in this pid namespace), in
+    every name it makes: the pid in hex, `n`, the pid namespace's inode in
+    hex.  A kit in a container (another pid namespace over the same
+    kernel's tracefs and cgroups) may have the same pid as a dead kit here,
+    never the same id: its names are never taken for the dead kit's."""
+    return f"{pid:x}n{os.stat('/proc/self/ns/pid').st_ino:x}"
+
+
 def folder():
     """STATE's descriptor where it is root's alone (made so if missing),
     else None (no root, or someone else's: then nothing is believed)."""
@@ -84,7 +93,7 @@ def write(name, rec):
 
 
 def register(kid):
-    """This process, the kit KID (its pid in hex), in STATE."""
+    """This process, the kit KID (kit_id), in STATE."""
     _mine.update(id=kid, pid=os.getpid(), start=start_time(os.getpid()), pidns=pid_ns(),
                  tracers=[])
     write(kid, _mine)
@@ -152,7 +161,7 @@ def dead():
                 pid, start, ns = int(rec["pid"]), rec["start"], rec["pidns"]
             except (OSError, ValueError, KeyError, TypeError):
                 continue
-            if ns == pid_ns() and name == f"{pid:x}" and start_time(pid) != start:
+            if ns == pid_ns() and name == kit_id(pid) and start_time(pid) != start:
                 out[name] = rec
     finally:
         os.close(fd)

@@ -9,13 +9,14 @@ anyone knowing), its tracing instances stay, and a PostgreSQL cluster's
 server may run on in /dev/shm.  Each of those carries its maker's pid in
 its name, written here and nowhere else:
 
-- make run's runs: `kit<pid in hex>_<n>` (ftrace's and perf's uprobe
+- make run's runs: `kit<id>_<n>` (the id: the pid and the pid namespace's
+  inode in hex, kitstate.kit_id; ftrace's and perf's uprobe
   event groups, the tracing instances, SystemTap's modules, LTTng's
-  sessions), `kit<pid>_<n>_path` (an EventCounter's instance), the run's
-  cluster `kit<pid>_<n>-*-pg` and the kit's scratch `kit<pid>-scratch-*`
-  (in build/) with its template cluster `kit<pid>-scratch-*-pg-template`;
-- make lifecycle's events: the group `kit_lc_<pid>` and its instance;
-- a by-path workload's cgroup `kit<pid>_<n>` (cgroups.py), anywhere in
+  sessions), `kit<id>_<n>_path` (an EventCounter's instance), the run's
+  cluster `kit<id>_<n>-*-pg` and the kit's scratch `kit<id>-scratch-*`
+  (in build/) with its template cluster `kit<id>-scratch-*-pg-template`;
+- make lifecycle's events: the group `kit_lc_<id>` and its instance;
+- a by-path workload's cgroup `kit<id>_<n>` (cgroups.py), anywhere in
   the cgroup v2 hierarchy (what still runs in it moved to the top first).
 
 A name alone proves nothing (a user's own `kitface_1`, a kit in another
@@ -45,23 +46,20 @@ import tempfile
 
 import cgroups
 import kitstate
+from kitstate import kit_id
 import workloads
 from host import BUILD, say, wait_for
 from private import Private
 from tracers import tracefs
 
-# The names the kit makes, each whole, and its maker's pid (hex for make
-# run's, decimal for lifecycle's); tempfile's suffixes are [a-z0-9_].
-TRACEFS_NAMES = (re.compile(r"kit([0-9a-f]{1,7})_\d+(?:_path)?"), re.compile(r"kit_lc_(\d{1,7})"))
-CLUSTER_NAMES = (re.compile(r"kit([0-9a-f]{1,7})_\d+-[a-z0-9_]+-pg"),
-                 re.compile(r"kit([0-9a-f]{1,7})-scratch-[a-z0-9_]+-pg-template"))
-SCRATCH_NAMES = (re.compile(r"kit([0-9a-f]{1,7})-scratch-[a-z0-9_]+"),)
+# The names the kit makes, each whole, and its maker's id (kit_id: its pid
+# and its pid namespace's inode, in hex); tempfile's suffixes are [a-z0-9_].
+ID = r"([0-9a-f]{1,7}n[0-9a-f]{1,16})"
+TRACEFS_NAMES = (re.compile(rf"kit{ID}_\d+(?:_path)?"), re.compile(rf"kit_lc_{ID}"))
+CLUSTER_NAMES = (re.compile(rf"kit{ID}_\d+-[a-z0-9_]+-pg"),
+                 re.compile(rf"kit{ID}-scratch-[a-z0-9_]+-pg-template"))
+SCRATCH_NAMES = (re.compile(rf"kit{ID}-scratch-[a-z0-9_]+"),)
 UPROBE_LINE = re.compile(r"^[pr]:(\S+)/(\S+)\s", re.M)
-
-
-def kit_id(pid):
-    """make run's id for process PID: the pid in hex."""
-    return f"{pid:x}"
 
 
 def run_tag(kid, serial):
@@ -78,26 +76,26 @@ def scratch_prefix(kid):
 
 
 def lifecycle_group(pid):
-    return f"kit_lc_{pid}"
+    return f"kit_lc_{kit_id(pid)}"
 
 
 def owner(name, kinds=TRACEFS_NAMES + CLUSTER_NAMES + SCRATCH_NAMES):
-    """The pid in NAME where it is one the kit makes (KINDS), else None."""
+    """The kit id in NAME where it is one the kit makes (KINDS), else None."""
     for kind in kinds:
         m = kind.fullmatch(name)
         if m:
-            return int(m.group(1), 10 if kind.pattern.startswith("kit_lc_") else 16)
+            return m.group(1)
     return None
 
 
 def dead_names(names, kinds, dead):
     """{pid: [name]} of NAMES of KINDS whose maker is a dead registered kit
-    (DEAD: kitstate.dead()'s ids)."""
+    (DEAD: kitstate.dead()'s {id: record})."""
     out = {}
     for n in names:
-        pid = owner(n, kinds)
-        if pid is not None and kit_id(pid) in dead:
-            out.setdefault(pid, []).append(n)
+        kid = owner(n, kinds)
+        if kid is not None and kid in dead:
+            out.setdefault(int(dead[kid]["pid"]), []).append(n)
     return out
 
 

@@ -367,7 +367,7 @@ MUTANTS = [
      'name == f"{pid:x}" and start_time(pid) != start:', 'name == f"{pid:x}":',
      ["KilledKit"]),
     ("the sweep taking a name no kit registered (a user's kitface_1)", "scripts/leftovers.py",
-     "if pid is not None and kit_id(pid) in dead:", "if pid is not None:", ["KilledKit"]),
+     "if kid is not None and kid in dead:", "if kid is not None:", ["KilledKit"]),
     ("the sweep leaving a dead kit's tracers running", "scripts/leftovers.py",
      "            os.kill(p, signal.SIGTERM)", "            pass", ["KilledKit"]),
     ("the PostgreSQL folders made under a name another user can plant", "scripts/workloads.py",

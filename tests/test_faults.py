@@ -761,7 +761,11 @@ class KilledKit(StateTest):
                   "dead lifecycle": leftovers.lifecycle_group(dead.pid),
                   "live": leftovers.run_tag(leftovers.kit_id(live), 1),
                   "not the kit's": f"user{kid}_1", "not whole": f"kit{kid}_1x",
-                  "a user's kitface": "kitface_1"}
+                  "a user's kitface": "kitface_1",
+                  # a kit in another pid namespace (a container) with the
+                  # dead kit's pid: its id holds that namespace's inode
+                  "another namespace's":
+                      f"kit{dead.pid:x}n{os.stat('/proc/self/ns/pid').st_ino + 1:x}_1"}
         shm = workloads.cluster_root()
         owner = workloads.cluster_owner_uid()
         folders = {"dead": os.path.join(shm, f"{groups['dead']}-abcd_123-pg"),
@@ -835,7 +839,8 @@ class KilledKit(StateTest):
                 self.assertIsNone(procs["command"].poll(), "the kit killed what was in it")
             self.assertIn(f"build/{os.path.basename(folders['scratch'])}", said[0])
             self.assertFalse(os.path.exists(folders["scratch"]))
-            for k in ("live", "not the kit's", "not whole", "a user's kitface"):
+            for k in ("live", "not the kit's", "not whole", "a user's kitface",
+                      "another namespace's"):
                 self.assertTrue(tracefs.uprobe_defined(groups[k], f"{groups[k]}_single_trace"))
                 self.assertTrue(os.path.isdir(os.path.join(t, "instances", groups[k])))
                 self.assertNotIn(f" {groups[k]}", said[0])

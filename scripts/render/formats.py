@@ -133,8 +133,8 @@ NORMALISE = (
     (re.compile(r"(?<![\w.])(?:/[^\s/:;,'\"()]+)+/((?:build/(?:benchmark-|kit|stap-kernel|"
                 r"lab/|site-|raw-loop|memlock)|results/|stp/|scripts/))"), r"\1"),
     (re.compile(r"(/tmp|/var/tmp|/dev/shm)/[^\s:;,'\")]+"), r"\1/…"),
-    (re.compile(r"\bkit[0-9a-f]{1,8}_\d+"), "kit…"),
-    (re.compile(r"\bkit[0-9a-f]{1,8}-scratch-\w+"), "kit…-scratch-…"),
+    (re.compile(r"\bkit[0-9a-f]{1,8}(?:n[0-9a-f]{1,16})?_\d+"), "kit…"),
+    (re.compile(r"\bkit[0-9a-f]{1,8}(?:n[0-9a-f]{1,16})?-scratch-\w+"), "kit…-scratch-…"),
     (re.compile(r"\b([pr])_\w*_bcc_\d+"), r"\1_…_bcc_<pid>"),
     (re.compile(r"\bstapprobe_\d+_\d+"), "stapprobe_<pid>_<n>"),
     (re.compile(r"\b(pid|PID|process|Process)([:=]? ?)\d+"), r"\1\2<pid>"),

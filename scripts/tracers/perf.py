@@ -2,7 +2,7 @@
 return), then `perf stat -e` (counted in the kernel) or `perf record -e`
 (each event written to perf.data).
 
-The event is the run's own, `TAG:TAG_MARKER` (TAG = kit<pid>_<n>), never
+The event is the run's own, `TAG:TAG_MARKER` (TAG = kit<id>_<n>), never
 perf's default `sdt_PROVIDER:MARKER`, which a user's own probe may hold:
 perf 6.1 cannot rename an SDT event ("-a 'NAME=%sdt_p:m'" is refused:
 "%sdt_p is not supported"), so the kit gives perf probe the marker's file
