@@ -14,8 +14,14 @@ stream wrapped is a mismatch, and a gap inside what was kept (babeltrace2's
 discarded events or packets) is a loss.
 
 A session daemon is needed: one already running is used and left alone;
-otherwise `lttng-sessiond --daemonize --no-kernel` is started in setup
-and stopped in teardown.  Every `lttng` command runs with --no-sessiond,
+otherwise `lttng-sessiond --daemonize --no-kernel` is started in setup,
+in a cgroup of the kit's own (`kit<id>_0`, cgroups.py), and stopped in
+teardown with everything it spawned: its consumer daemons and run-as
+helpers, which outlive a killed session daemon, are stopped as that
+group's processes, never found by their name (a dead kit's group is
+leftovers.py's).  Where no cgroup can be made (no cgroup2 mount), what
+it spawned is followed by pid and start time from the kit's daemon down.
+Every `lttng` command runs with --no-sessiond,
 so the client never starts a daemon behind the kit's back; if the daemon
 the kit started dies mid-matrix, the run in progress fails saying so and
 the kit starts (and at the end stops) a new one for the runs after it.
@@ -27,6 +33,7 @@ import signal
 import tempfile
 from dataclasses import dataclass
 
+import cgroups
 from host import live, proc_stat, say, wait_for
 from .base import LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError
 
@@ -35,12 +42,14 @@ CHANNEL = ["--subbuf-size", SUBBUF_SIZE, "--num-subbuf", str(NUM_SUBBUF)]
 DAEMON_STOP_S = 5  # for the session daemon the kit started to exit after SIGTERM
 
 
-def daemons_cpu_ns():
+def daemons_cpu_ns(group=None):
     """(user, system) ns used so far by the LTTng daemons: the consumers,
     which move the tracepoints' buffers out of the traced process, and the
-    session daemon."""
+    session daemon: the processes of the kit's GROUP, else (a daemon the
+    kit did not start) those the names say (read, nothing done to them)."""
     tick = 1e9 / os.sysconf("SC_CLK_TCK")
-    daemons = live("lttng-consumerd") + live("lttng-sessiond")
+    daemons = ([(p, st[1]) for p in group.pids() if (st := proc_stat(p))] if group else
+               live("lttng-consumerd") + live("lttng-sessiond"))
     return (sum(int(int(f[11]) * tick) for _, f in daemons),
             sum(int(int(f[12]) * tick) for _, f in daemons))
 
@@ -103,9 +112,7 @@ class Lttng(Tracer):
     def __init__(self):
         self.started = set()
         self.helpers = {}  # pid: start time, of what the daemons the kit started spawned
-        self.ours = set()  # every session daemon the kit started, dead or alive
-        self.consumers_before = None  # the consumer daemons there before the first
-        self.since = None  # the first one's start time (clock ticks since boot)
+        self.group = None  # the cgroup its daemons run in (cgroups.Group), once one started
         self.log = None
 
     def skip_reason(self, cfg, workload=None):
@@ -125,35 +132,23 @@ class Lttng(Tracer):
         self.start_daemon(say)
 
     def start_daemon(self, say):
+        import leftovers  # (it imports tracers: here, not at the top)
+        if self.group is None:
+            self.group, why = cgroups.make(leftovers.run_tag(leftovers.kit_id(os.getpid()), 0))
         before = sessiond_pids()
-        if self.consumers_before is None:
-            self.consumers_before = {pid for pid, _ in live("lttng-consumerd")}
-        self.sh(["lttng-sessiond", "--daemonize", "--no-kernel"], log=self.log)
-        new = sessiond_pids() - before
+        cmd = ["lttng-sessiond", "--daemonize", "--no-kernel"]
+        if self.group:  # the shell joins the group, then becomes the daemon
+            cmd = ["sh", "-c", 'echo $$ > "$1" && shift && exec "$@"', "sh",
+                   os.path.join(self.group.path, "cgroup.procs"), *cmd]
+        self.sh(cmd, log=self.log)
+        new = ({p for p in self.group.pids() if (proc_stat(p) or ("",))[0] == "lttng-sessiond"}
+               if self.group else sessiond_pids() - before) - self.started
         self.started |= new
-        self.ours |= new
-        starts = [int(st[1][19]) for st in map(proc_stat, new) if st]
-        if starts and self.since is None:
-            self.since = min(starts)
         say(f"lttng: started lttng-sessiond (pid {' '.join(map(str, sorted(new)))}); "
             "it is stopped at the end")
 
-    def orphans(self):
-        """{pid: start time} of the consumer daemons a session daemon of the
-        kit's spawned and left when it was killed before the kit saw its
-        children (the kill landing between the spawn and attach()'s look):
-        new since the kit started its first daemon, and whose parent is no
-        session daemon of someone else's."""
-        if self.since is None:
-            return {}
-        others = sessiond_pids() - self.ours
-        return {pid: f[19] for pid, f in live("lttng-consumerd")
-                if pid not in self.consumers_before and int(f[19]) >= self.since
-                and int(f[1]) not in others}
-
     def teardown(self):
         self.helpers.update(family(self.started))
-        self.helpers.update(self.orphans())
         for pid in self.started:
             try:
                 os.kill(pid, signal.SIGTERM)
@@ -161,8 +156,12 @@ class Lttng(Tracer):
                 continue
             wait_for(lambda: pid not in sessiond_pids(), DAEMON_STOP_S)
         self.started = set()
-        # what they spawned and left (a daemon killed mid-run leaves its
-        # consumer daemon running): the same pid started at the same time
+        if self.group:  # what they spawned and left: the group's processes
+            group, self.group, self.helpers = self.group, None, {}
+            group.remove()
+            return
+        # no group: what they spawned and left (a daemon killed mid-run leaves its
+        # consumer daemon running), the same pid started at the same time
         for sig in (signal.SIGTERM, signal.SIGKILL):
             left = [pid for pid, start in self.helpers.items() if same_start(pid, start)]
             for pid in left:
@@ -174,7 +173,6 @@ class Lttng(Tracer):
                                                     for p in left), DAEMON_STOP_S):
                 break
         self.helpers = {}
-        self.ours, self.consumers_before, self.since = set(), None, None
 
     def lttng(self, run, *args):
         return self.sh(["lttng", "--no-sessiond", *args], log=run.log)
@@ -196,12 +194,12 @@ class Lttng(Tracer):
                    "benchmark:single_trace")
         self.lttng(run, "start", run.tag)
         self.helpers.update(family(self.started))  # its consumer daemon is there now
-        run.state.cpu0 = daemons_cpu_ns()
+        run.state.cpu0 = daemons_cpu_ns(self.group)
 
     def events(self, run):
         stop = self.lttng(run, "stop", run.tag)
         u0, s0 = run.state.take("cpu0")
-        u1, s1 = daemons_cpu_ns()
+        u1, s1 = daemons_cpu_ns(self.group)
         discarded = sum(int(x) for x in re.findall(r"(\d+) events? (?:were|was) discarded", stop))
         cpu = (u1 - u0, s1 - s0)
         # Its loss in one unit, events: `lttng stop`'s count of discarded
