@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -287,14 +288,27 @@ def first_line(cmd, timeout=20):
 def write_json(path, obj, indent=2, sort_keys=False):
     """Writes OBJ whole or not at all (a crash leaves the old file): its
     bytes reach the disk before the name does, or a guest killed within
-    the file system's writeback delay leaves a named but empty file."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=indent, sort_keys=sort_keys)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    the file system's writeback delay leaves a named but empty file.  The
+    temporary file is made exclusively under a name no one can guess (a
+    link planted at a fixed name would have root write through it), its
+    mode the umask's, as open() would make it; PATH itself is replaced,
+    never written through (a link there is replaced, not followed)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
+                               dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=indent, sort_keys=sort_keys)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 # -- processes -----------------------------------------------------------------

@@ -145,6 +145,67 @@ class Groups(unittest.TestCase):
             os.rmdir(mine)
 
 
+class RootPlaces(unittest.TestCase):
+    """More places root reads, loads or writes: PATH's folders (a tool or
+    WORKLOAD's first word is found there), STAP_MODULES (kernel modules
+    root loads), and host.write_json's temporary file (a fixed name, once:
+    a link planted there had root write through it)."""
+    tier = "host"  # (chown is root's)
+
+    def setUp(self):
+        need_root(self)
+
+    def test_path_kept_to_trusted_folders(self):
+        with tempfile.TemporaryDirectory() as top:
+            os.chmod(top, 0o755)
+            theirs, mine, open_ = (os.path.join(top, n) for n in ("theirs", "mine", "open"))
+            for d in (theirs, mine, open_):
+                os.mkdir(d, 0o755)
+            os.chown(theirs, OTHER, OTHER)
+            os.chmod(open_, 0o777)
+            path = os.pathsep.join([mine, theirs, "bin", open_, "/nowhere", mine])
+            kept, dropped = trusted.trusted_path(path, {0})
+            self.assertEqual(kept, mine)
+            self.assertEqual([d for d, _ in dropped], [theirs, "bin", open_])
+            self.assertIn(f"(owner {trusted.owner(OTHER)}, mode 0755), the PATH folder",
+                          dropped[0][1])
+            self.assertIn("may be written by others", dropped[2][1])
+
+    def test_stap_modules_of_another_user_refused(self):
+        import argparse
+        from tracers import stap
+        from tracers.base import TracerError
+        with tempfile.TemporaryDirectory() as top:
+            os.chmod(top, 0o755)
+            ko = os.path.join(top, "kit_stap_mark.ko")
+            with open(ko, "w"):
+                pass
+            os.chown(ko, OTHER, OTHER)
+            args = argparse.Namespace(stap_runtime="auto", stap_modules=top, stap_timing=0)
+            with self.assertRaises(TracerError) as e:
+                stap.Stap().choose(args)
+            self.assertIn(f"{ko} (owner {trusted.owner(OTHER)}", str(e.exception))
+            self.assertIn("root loads no kernel module", str(e.exception))
+
+    def test_write_json_not_through_a_planted_link(self):
+        with tempfile.TemporaryDirectory() as top:
+            victim = os.path.join(top, "victim")
+            with open(victim, "w") as f:
+                f.write("theirs\n")
+            path = os.path.join(top, "meta.json")
+            os.symlink(victim, f"{path}.{os.getpid()}.tmp")  # the old fixed name
+            host.write_json(path, {"a": 1})
+            os.symlink(victim, os.path.join(top, "report.json"))  # the name itself a link
+            host.write_json(os.path.join(top, "report.json"), {"b": 2})
+            with open(victim) as f:
+                self.assertEqual(f.read(), "theirs\n")
+            with open(path) as f:
+                self.assertEqual(f.read(), '{\n  "a": 1\n}\n')
+            self.assertFalse(os.path.islink(os.path.join(top, "report.json")))
+            self.assertEqual(sorted(os.listdir(top)), sorted(
+                ["victim", "meta.json", "report.json", f"meta.json.{os.getpid()}.tmp"]))
+
+
 class UserAfterRoot(unittest.TestCase):
     """`make check` as an ordinary user after root has run the kit: the
     suite's own before-and-after state reads nothing that is root's alone

@@ -63,6 +63,7 @@ from dataclasses import dataclass
 import host
 import owncopy
 import semaphores
+import trusted
 import userscript
 import workloads
 from configs import SCRIPT_MODE
@@ -206,6 +207,11 @@ class Stap(Tracer):
     def choose(self, args):
         forced = None if args.stap_runtime == "auto" else args.stap_runtime
         self.modules = args.stap_modules or None
+        why = self.modules and os.geteuid() == 0 and trusted.why_not(self.modules,
+                                                                    what="STAP_MODULES")
+        if why:
+            raise TracerError(f"{why}; root loads no kernel module another user may have put "
+                              "there")
         self.timing = bool(args.stap_timing)
         if self.pick(forced):  # neither runtime: each row's skip reason says why
             return None
