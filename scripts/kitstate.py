@@ -46,6 +46,13 @@ def pid_ns(pid="self"):
         return None
 
 
+def run_tag(kid, serial):
+    """The name of the SERIAL-th run of the kit whose id is KID (kit_id):
+    every name it makes for that run (leftovers.py knows them); 0 is the
+    kit's own, not a run's (its LTTng session daemon's cgroup)."""
+    return f"kit{kid}_{serial}"
+
+
 def kit_id(pid):
     """The id of the kit whose process is PID (in this pid namespace), in
     every name it makes: the pid in hex, `n`, the pid namespace's inode in

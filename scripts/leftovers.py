@@ -46,7 +46,7 @@ import tempfile
 
 import cgroups
 import kitstate
-from kitstate import kit_id
+from kitstate import kit_id, run_tag  # noqa: F401 (leftovers.run_tag: its callers say so)
 import workloads
 from host import BUILD, say, wait_for
 from private import Private
@@ -60,11 +60,6 @@ CLUSTER_NAMES = (re.compile(rf"kit{ID}_\d+-[a-z0-9_]+-pg"),
                  re.compile(rf"kit{ID}-scratch-[a-z0-9_]+-pg-template"))
 SCRATCH_NAMES = (re.compile(rf"kit{ID}-scratch-[a-z0-9_]+"),)
 UPROBE_LINE = re.compile(r"^[pr]:(\S+)/(\S+)\s", re.M)
-
-
-def run_tag(kid, serial):
-    """The name of the SERIAL-th run of the kit whose id is KID."""
-    return f"kit{kid}_{serial}"
 
 
 # Every kit's scratch folder in build/ (left out where the kit is copied: a guest, a mutant)

@@ -148,7 +148,10 @@ class Notes(unittest.TestCase):
                          # `run ARGS` replaces --args: the arguments go here
                          f"run -t 1 -i 50 -q > {out.name}\n")
             script.flush()
-            r = run(["gdb", "-batch", "-nx", "-x", script.name, b], timeout=120)
+            # (gdb starts the target through $SHELL: an account whose shell is
+            # nologin, `nobody`'s, would start nothing)
+            r = run(["env", "SHELL=/bin/sh", "gdb", "-batch", "-nx", "-x", script.name, b],
+                    timeout=120)
             recs = out.read().splitlines()
         self.assertEqual(len(recs), 1, r.stdout[-2000:] + r.stderr[-2000:])
         self.assertEqual(json.loads(recs[0])["per_thread"][0]["corrupted"], 50)

@@ -34,6 +34,7 @@ import tempfile
 from dataclasses import dataclass
 
 import cgroups
+import kitstate
 from host import live, proc_stat, say, wait_for
 from .base import LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError
 
@@ -132,9 +133,8 @@ class Lttng(Tracer):
         self.start_daemon(say)
 
     def start_daemon(self, say):
-        import leftovers  # (it imports tracers: here, not at the top)
         if self.group is None:
-            self.group, why = cgroups.make(leftovers.run_tag(leftovers.kit_id(os.getpid()), 0))
+            self.group, why = cgroups.make(kitstate.run_tag(kitstate.kit_id(os.getpid()), 0))
         before = sessiond_pids()
         cmd = ["lttng-sessiond", "--daemonize", "--no-kernel"]
         if self.group:  # the shell joins the group, then becomes the daemon
