@@ -79,6 +79,20 @@ def audit_env(program, provider, names, raise_them):
         raise ValueError(f"{SEMAPHORE_AUDIT} is missing (run make)")
     if ":" in SEMAPHORE_AUDIT:  # (LD_AUDIT is a list split at colons)
         raise ValueError(f"LD_AUDIT cannot name {SEMAPHORE_AUDIT}: a colon in the path")
+    return {"LD_AUDIT": SEMAPHORE_AUDIT,
+            "KIT_SEMAPHORES": audit_list(program, [f"{a:x}" for a in addrs if raise_them])}
+
+
+def audit_list(program, addrs):
+    """KIT_SEMAPHORES for PROGRAM's file: its device and inode (the module
+    acts in the file with them alone), then ADDRS (hex)."""
     st = os.stat(program)
-    return {"LD_AUDIT": SEMAPHORE_AUDIT, "KIT_SEMAPHORES": ":".join(
-        [str(st.st_dev), str(st.st_ino), *(f"{a:x}" for a in addrs if raise_them)])}
+    return ":".join([str(st.st_dev), str(st.st_ino), *addrs])
+
+
+def audit_on(env, copy):
+    """ENV's KIT_SEMAPHORES (audit_env) moved to COPY, a byte-for-byte copy
+    of its program that the command maps in its place (owncopy.py): the
+    same addresses, the copy's device and inode."""
+    if "KIT_SEMAPHORES" in env:
+        env["KIT_SEMAPHORES"] = audit_list(copy, env["KIT_SEMAPHORES"].split(":")[2:])

@@ -283,6 +283,7 @@ class Adaptive(StateTest):
         with tempfile.TemporaryDirectory() as res:
             r = kit(["--threads", "1", "--iter", "200000", "--max-run-s", "0.05",
                      "--min-run-s", "0.05", "--min-runs", "2", "--max-runs", "5",
+                     "--idle-runs", "8",
                      "--configs", "baseline,idle-sdt,ftrace-sdt", "--warm-up", "all"], res)
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
             _, folder = rows_of(res)
@@ -290,9 +291,12 @@ class Adaptive(StateTest):
         pilots = meta["stopping"].pop("pilots")
         self.assertEqual(meta["stopping"], {"rule": "stein", "pilot": 2, "max_runs": 5,
                                             "sliced_runs": params.BY_NAME["SLICED_RUNS"].default,
-                                            "pilot_s": 0.6})
+                                            "pilot_s": 0.6, "idle_runs": 8,
+                                            "dormant_precision_pct":
+                                                runner.parse_args([]).dormant_precision})
         # PILOT_S=0.6: a cell's pilot fills 0.6 s of its runs (the plan's
-        # estimate), 2..5 of them; the untraced ones' (~0.07 s) fill all 5
+        # estimate), 2..5 of them; the untraced ones' (~0.07 s) fill all 5;
+        # an idle-* row's is paired.MIN_PILOT..IDLE_RUNS
         self.assertEqual(sorted(pilots), ["baseline/1", "ftrace-sdt/1", "idle-sdt/1"])
         self.assertGreater(pilots["idle-sdt/1"], 2, pilots)  # a run ~0.07 s: 5 unless > 0.15 s
         self.assertGreaterEqual(pilots["idle-sdt/1"], pilots["ftrace-sdt/1"], pilots)
@@ -306,22 +310,29 @@ class Adaptive(StateTest):
         self.assertRegex(r.stderr, r"\[warm-up 1/3, ETA \d+s(\.\.\d+s)?\]")
         self.assertRegex(r.stderr, r"run: \d+ runs and 3 warm-ups in \d+s; the plan said about")
         # Each decision replayed from runs.csv, whose rows are in the order
-        # they ran: settle() on a cell's runs so far, against the
-        # baseline's so far, says stop exactly where the row says so.
-        a = runner.parse_args(["--min-runs", "2", "--max-runs", "5"])
+        # they ran: settle() on a traced cell's runs so far, settle_idle()
+        # on the idle row's (IDLE_RUNS its cap), against the baseline's so
+        # far, says stop exactly where the row says so.
+        a = runner.parse_args(["--min-runs", "2", "--max-runs", "5", "--idle-runs", "8"])
         so_far = {}
         for row in (x for x in rows if x["rep"] >= 1):
             mine = so_far.setdefault(row["config"], [])
             mine.append(row)
-            if row["config"] != "baseline":
-                done, why = stats.settle(mine, so_far.get("baseline", []),
-                                         pilots[f"{row['config']}/1"], a.max_runs, a.precision,
+            pilot, base = pilots.get(f"{row['config']}/1"), so_far.get("baseline", [])
+            if row["config"] == "idle-sdt":
+                done, why = stats.settle_idle(mine, base, pilot, a.idle_runs,
+                                              a.dormant_precision, "IDLE_RUNS")
+            elif row["config"] != "baseline":
+                done, why = stats.settle(mine, base, pilot, a.max_runs, a.precision,
                                          a.precision_ns)
-                self.assertEqual(row["stopped"], why if done else "", row)
+            else:
+                continue
+            self.assertEqual(row["stopped"], why if done else "", row)
         for name, mine in so_far.items():
             with self.subTest(config=name):
                 self.assertEqual([x["rep"] for x in mine], list(range(1, len(mine) + 1)))
-                self.assertTrue(pilots[f"{name}/1"] <= len(mine) <= 5, len(mine))
+                most = 8 if name != "ftrace-sdt" else 5  # IDLE_RUNS, MAX_RUNS
+                self.assertTrue(pilots[f"{name}/1"] <= len(mine) <= most, len(mine))
                 self.assertEqual([bool(x["stopped"]) for x in mine],
                                  [False] * (len(mine) - 1) + [True])
                 # The baseline ran for as long as any cell it is measured against.
@@ -330,14 +341,16 @@ class Adaptive(StateTest):
     def test_time_sliced_cells_stop_at_sliced_runs(self):
         """THREADS above the CPUs: each cell stops at SLICED_RUNS however
         wide its interval (PRECISION_NS and PRECISION 0: none settles),
-        and the plan says so; at 1 thread MAX_RUNS holds."""
+        and the plan says so; at 1 thread MAX_RUNS holds, IDLE_RUNS for
+        the idle row (and the baseline, which runs as long)."""
         from params import cpus
         over = cpus() + 1
         with tempfile.TemporaryDirectory() as res:
             r = kit(["--threads", f"1,{over}", "--iter", "20000", "--max-run-s", "0.02",
                      "--min-run-s", "0.02",
                      "--min-runs", "2", "--max-runs", "4", "--sliced-runs", "2",
-                     "--precision", "0", "--precision-ns", "0",
+                     "--precision", "0", "--precision-ns", "0", "--idle-runs", "7",
+                     "--dormant-precision", "0.01",
                      "--configs", "baseline,idle-sdt"], res)
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
             rows, _ = rows_of(res)
@@ -353,7 +366,11 @@ class Adaptive(StateTest):
                                     mine[-1]["stopped"])
                 one = [x for x in rows if x["config"] == name and x["threads"] == "1"
                        and x["rep"] != "0"]
-                self.assertTrue(2 <= len(one) <= 4, len(one))
+                # (DORMANT_PRECISION 0.01%: the idle row runs to IDLE_RUNS)
+                self.assertEqual(len(one), 7)
+                if name != "baseline":
+                    self.assertTrue(one[-1]["stopped"].startswith("IDLE_RUNS=7 reached"),
+                                    one[-1]["stopped"])
 
     def test_runs_means_exactly(self):
         with tempfile.TemporaryDirectory() as res:

@@ -110,7 +110,10 @@ def measure(kit, args, wanted, skip):
     # how the cells stop, which the report's interval follows (stats.pilot)
     meta["stopping"] = ({"rule": "fixed", "runs": args.runs} if args.runs else
                         {"rule": "stein", "pilot": args.min_runs, "max_runs": args.max_runs,
-                         "sliced_runs": args.sliced_runs, "pilot_s": args.pilot_s})
+                         "sliced_runs": args.sliced_runs, "pilot_s": args.pilot_s,
+                         # the idle-* rows' (by_pairs): paired.replay, its own cap
+                         "idle_runs": args.idle_runs,
+                         "dormant_precision_pct": args.dormant_precision})
     meta.update(env.environment(args, sorted({c.build for c in args.configs})))
     meta["tracers"] = {n: line for n in wanted if (line := tracers.get(n).describe())}
     if args.script:  # your SCRIPT: a copy, and the loop body it is set beside

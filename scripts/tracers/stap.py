@@ -428,11 +428,13 @@ class Stap(Tracer):
 
     def wrap(self, run, cmd):
         if run.cfg.attach == "running":
-            if not run.workload.by_path or run.cfg.mode == SCRIPT_MODE:
-                return cmd
+            if run.cfg.mode == SCRIPT_MODE or not (run.workload and run.workload.by_path):
+                return cmd  # (the user's script on the kit's own loop: no workload)
             # by path: the command under a copy of the program only it maps,
             # the probe on the copy (owncopy.py): the workload's events alone
             run.own_copy = owncopy.make(run.build, run.scratch)
+            if run.audit:  # the loader's module raises the semaphore in the copy it maps
+                semaphores.audit_on(run.env, run.own_copy[0])
             return owncopy.wrap(cmd, *run.own_copy)
         if self.reports(run.cfg):  # the module's output joins the target's stdout
             return ["staprun", run.state.ko, "-c", " ".join(cmd)]
