@@ -75,20 +75,37 @@ ifeq ($(filter $(QUIET_GOALS),$(MAKECMDGOALS))$(HAVE.cxx),)
 $(info make: skipping build/throw (the C++ example): no $(CXX) (Debian package g++))
 endif
 
+# The libbpf back-end's loader (src/libbpf/, scripts/tracers/libbpf.py):
+# clang's BPF target, bpftool's skeleton and libbpf, on a kernel with BTF
+# (vmlinux.h is dumped from it).
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+PACKAGE.libbpf := clang bpftool libbpf-dev
+NEEDS.libbpf := $(if $(shell command -v $(CLANG)),,clang) $(if $(shell command -v $(BPFTOOL)),,bpftool) \
+	$(if $(call has_header,bpf/usdt.bpf.h),,libbpf-dev)
+BTF := /sys/kernel/btf/vmlinux
+HAVE.libbpf := $(if $(strip $(NEEDS.libbpf)),,$(wildcard $(BTF)))
+BPF_ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(shell uname -m)))
+ifeq ($(filter $(QUIET_GOALS),$(MAKECMDGOALS))$(HAVE.libbpf),)
+$(info make: skipping build/kit-libbpf (the libbpf rows): $(if $(strip $(NEEDS.libbpf)),\
+	no clang$(comma) bpftool or <bpf/usdt.bpf.h> (Debian packages $(strip $(NEEDS.libbpf))),\
+	no $(BTF) (a kernel without BTF)))
+endif
+
 all: $(addprefix build/benchmark-,$(WANT)) build/memlock-shim.so build/raw-loop \
 	build/libkit-semaphore-audit.so \
-	$(if $(HAVE.cxx),build/throw)
+	$(if $(HAVE.cxx),build/throw) $(if $(HAVE.libbpf),build/kit-libbpf)
 
 list:
 	@$(call rows,{ printf "%-21s %s\n"$(comma) $$1$(comma) $$7 })
 
 # The Debian packages the builds that cannot be made here need (run.py installs them).
 needs:
-	@$(foreach k,$(MISSING_KINDS),echo $(PACKAGE.$(k));)
+	@$(foreach k,$(MISSING_KINDS),echo $(PACKAGE.$(k));)$(foreach p,$(NEEDS.libbpf),echo $(p);)
 
 # Every build kind's package, needed or not (the lab's guests run the builds).
 packages:
-	@$(foreach p,$(sort $(foreach k,$(sort $(foreach b,$(BUILDS),$(call KIND,$(b)))),$(PACKAGE.$(k)))),echo $(p);)
+	@$(foreach p,$(sort $(foreach k,$(sort $(foreach b,$(BUILDS),$(call KIND,$(b)))),$(PACKAGE.$(k))) $(PACKAGE.libbpf)),echo $(p);)
 
 configs:
 	$(Q)$(PYTHON) scripts/run.py --list
@@ -152,6 +169,24 @@ build/libkit-semaphore-audit.so: src/semaphore_audit.c | build
 build/throw: src/examples/throw.cc | build
 	@$(if $(Q),echo "  CXX     $@")
 	$(Q)$(CXX) $(CFLAGS) $(WARN) $< -o $@
+
+# The libbpf loader: the kernel's types, the BPF object, its skeleton, the loader.
+build/libbpf/vmlinux.h: | build
+	@$(if $(Q),echo "  BTF     $@")
+	$(Q)mkdir -p $(@D) && $(BPFTOOL) btf dump file $(BTF) format c > $@
+
+build/libbpf/kit.bpf.o: src/libbpf/kit.bpf.c build/libbpf/vmlinux.h
+	@$(if $(Q),echo "  BPF     $@")
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) $(WARN) -Wno-unused-parameter -Ibuild/libbpf \
+		-I/usr/include/$(shell $(CC) -print-multiarch) -c $< -o $@
+
+build/libbpf/kit.skel.h: build/libbpf/kit.bpf.o
+	@$(if $(Q),echo "  GEN     $@")
+	$(Q)$(BPFTOOL) gen skeleton $< name kit_bpf > $@
+
+build/kit-libbpf: src/libbpf/loader.c build/libbpf/kit.skel.h
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS) $(WARN) -Ibuild/libbpf $< -o $@ -lbpf
 
 # The floor the baseline is held to (bench/floor.py): a raw loop.
 build/raw-loop: bench/raw_loop.c | build

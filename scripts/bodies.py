@@ -51,6 +51,15 @@ BODIES = {
          (f"BPFTRACE_PERF_RB_PAGES={BIG_RB_PAGES}",),
          f"the same printf with a {BIG_RB_PAGES}-page output buffer a CPU"),
     ),
+    # libbpf's: the program of src/libbpf/kit.bpf.c the loader loads
+    "libbpf": (
+        ("count", "sdt_count", (), "a per-CPU count (the floor)"),
+        ("ringbuf", "sdt_ringbuf", (), "the argument into a BPF ring buffer, the loader "
+                                       "consuming (bpf_ringbuf_reserve/submit)"),
+        ("perfbuf", "sdt_perfbuf", (), "the argument into this CPU's perf buffer, the loader "
+                                       "consuming (bpf_perf_event_output)"),
+        ("map-tid", "sdt_map_tid", (), "a hash map keyed by thread"),
+    ),
     "stap": (
         ("count", "stp/body-count.stp", (), "count only (events <<< 1)"),
         ("time", "stp/body-time.stp", (), "gettimeofday_ns() stored by thread"),
@@ -80,3 +89,4 @@ BODIES = {
 }
 
 STAP_PRINTING = ("printf", "ubacktrace")  # the stap bodies that print every event
+BUFFERED = ("sdt_ringbuf", "sdt_perfbuf")  # libbpf's bodies that send every event to the loader

@@ -18,7 +18,7 @@ import functools
 import os
 from dataclasses import dataclass
 
-from bodies import BODIES, BODY_BUILD, STAP_PRINTING
+from bodies import BODIES, BODY_BUILD, BUFFERED, STAP_PRINTING
 from host import ROOT
 
 BUILD_TABLE = os.path.join(ROOT, "src", "builds.tsv")
@@ -120,7 +120,7 @@ C = Config
 # The tracers that probe a real program by path, every process mapping it
 # (the postgres-* and user-* rows): (tracer, mode, how, in words).
 BY_PATH = (("ftrace", "", "uprobe_events probe"), ("bpftrace", "", "bpftrace usdt { count }"),
-           ("perf", "stat", "perf stat -a"),
+           ("libbpf", "", "libbpf usdt { count }, by cgroup"), ("perf", "stat", "perf stat -a"),
            ("stap", "", "stap process(PATH).mark(NAME) { count }"))
 STAP_BY_PATH = "stp/mark-by-path.stp"  # the stap rows' script, by path
 # The configuration every other is measured against (the first row).
@@ -152,6 +152,9 @@ def body_rows():
             elif tracer == "stap":
                 rows.append(C(me, BODY_BUILD, tracer, "marker",
                               "record" if name in STAP_PRINTING else "count", script=body, **kw))
+            elif tracer == "libbpf":  # its body: the program the loader loads
+                rows.append(C(me, BODY_BUILD, tracer, "marker",
+                              "record" if body in BUFFERED else "count", body=body, **kw))
             elif tracer == "perf":
                 mode = "stat" if name == "stat" else "record"
                 rows.append(C(me, BODY_BUILD, tracer, "marker", "count" if mode == "stat"
@@ -229,6 +232,19 @@ CONFIGS = [
       description="usdt on the 5-byte nop marker { count }"),
     C("bpftrace-nop5-store", "sdt-nop5", "bpftrace", "marker", "record",
       description="usdt on the 5-byte nop marker { store nsecs and arg0 }"),
+
+    # libbpf (tracers/libbpf.py): the kit's own BPF programs, attached by
+    # libbpf as production agents attach; the floor under bpftrace and
+    # stapbpf (the answers price each above libbpf-sdt-count, the one in
+    # the default run; CONFIGS='libbpf-*' names the others).
+    C("libbpf-sdt-count", "sdt", "libbpf", "marker", "count", "sdt_count",
+      description="libbpf usdt on the marker { a per-CPU count }: the BPF floor"),
+    C("libbpf-uprobe-nop", "sdt", "libbpf", "marker", "count", "uprobe_nop", default=False,
+      description="libbpf raw uprobe on the marker's nop { count }, no USDT spec"),
+    C("libbpf-sdt-arg", "sdt", "libbpf", "marker", "record", "sdt_arg", default=False,
+      description="libbpf usdt { count; the argument read (bpf_usdt_arg) and summed }"),
+    C("libbpf-sdt-guarded", "sdt-guarded", "libbpf", "marker-semaphore", "count", "sdt_count",
+      default=False, description="libbpf usdt on the guarded marker (the kernel's reference counter) { count }"),
 
     # LTTng-UST.
     C("lttng-flight", "ust", "lttng", "tracepoint", "record", "snapshot", overwrite=True,
@@ -460,7 +476,13 @@ BY_NAME = {c.name: c for c in CONFIGS}
 # record: nothing written), stap counts in an empty handler (not the 2011
 # printf rows).
 LOOP_TWIN = {"ftrace": "ftrace-sdt", "bpftrace": "bpftrace-sdt-count",
-             "perf": "perf-stat-sdt", "stap": "stap-mark-empty"}
+             "libbpf": "libbpf-sdt-count", "perf": "perf-stat-sdt", "stap": "stap-mark-empty"}
+# The BPF floor (issue 68): libbpf's own count on the same marker, above
+# which each BPF front end's twin is priced in the answers (the two cells'
+# paired difference): what the front end costs beyond the kernel's trap
+# and a libbpf agent's count.
+BPF_FLOOR = LOOP_TWIN["libbpf"]
+ABOVE_FLOOR = {t: LOOP_TWIN[t] for t in ("bpftrace", "stap")}
 # What `make run TARGET=... PROBE=... WORKLOAD=...` runs beside the user-*
 # rows when CONFIGS is not given: the loop's baseline and each twin, at the
 # same thread counts, so that its answer says whether the loop predicts it.

@@ -33,6 +33,7 @@ from render import real, summary
 from tracers import tracefs
 
 PY = workloads.get("python")
+BY_PATH = tuple(t for t, _, _ in configs.BY_PATH)  # the tracers of the user-* rows
 
 
 def need_python(tc):
@@ -422,7 +423,7 @@ class User(UserRows):
     untraced is one failed row, and nothing runs traced."""
 
     def test_each_tracer_on_a_users_marker(self):
-        for t in ("ftrace", "bpftrace", "perf", "stap"):
+        for t in BY_PATH:
             need_tracer(self, t)
         target = os.path.join(ROOT, "build", "benchmark-sdt")
         with tempfile.TemporaryDirectory() as res:
@@ -439,7 +440,7 @@ class User(UserRows):
         raises it in each as it maps the program (LD_AUDIT,
         src/semaphore_audit.c): every tracer counts the 1,000 calls a run,
         SystemTap's row says how its semaphore went up."""
-        for t in ("ftrace", "bpftrace", "perf", "stap"):
+        for t in BY_PATH:
             need_tracer(self, t)
         target = os.path.join(ROOT, "build", "benchmark-sdt-guarded")
         with tempfile.TemporaryDirectory() as res:
@@ -484,7 +485,7 @@ class Cxx(UserRows):
     THROWS = 1000
 
     def test_every_tracer_on_libstdcxx_throw_by_a_symlink(self):
-        for t in ("ftrace", "bpftrace", "perf", "stap"):
+        for t in BY_PATH:
             need_tracer(self, t)
         prog = os.path.join(ROOT, "build", "throw")
         if not os.path.exists(prog):
@@ -525,7 +526,7 @@ class OneCommand(UserRows):
 
     def setUp(self):
         super().setUp()
-        for t in ("ftrace", "bpftrace", "perf", "stap"):
+        for t in BY_PATH:
             need_tracer(self, t)
         self.prog = os.path.join(ROOT, "build", "throw")
         if not os.path.exists(self.prog):
@@ -552,7 +553,7 @@ class OneCommand(UserRows):
         self.assertNotIn("No `baseline` rows", out)
         answers = out[out.index("What tracing costs"):]
         self.assertLess(answers.index("Real programs"), answers.index("The loop's twins"))
-        for t in ("ftrace", "bpftrace", "perf", "stap"):
+        for t in BY_PATH:
             self.assertRegex(answers, rf"\n  - user-{t}: [-+][\d,.]+% .*ns/event; vs loop[ :]", t)
 
     def test_a_second_program_counted_apart(self):
@@ -585,10 +586,10 @@ class OneCommand(UserRows):
             os.killpg(loop.pid, signal.SIGKILL)
             loop.wait()
         traced = [x for x in rows if x["rep"] not in ("", "0") and x["tracer"] != "none"]
-        self.assertEqual({x["tracer"] for x in traced}, {"ftrace", "bpftrace", "perf", "stap"})
+        self.assertEqual({x["tracer"] for x in traced}, set(BY_PATH))
         others = sum(int(x["events_others"] or 0) for x in traced)
         self.assertGreater(others, 0)
-        for t in ("ftrace", "bpftrace", "perf", "stap"):
+        for t in BY_PATH:
             mine = [x for x in traced if x["tracer"] == t]
             for x in mine:
                 with self.subTest(tracer=t, rep=x["rep"]):
@@ -616,14 +617,14 @@ class OneCommand(UserRows):
             rows, folder = rows_of(res)
             out = self.answer(folder)
         traced = [x for x in rows if x["rep"] not in ("", "0") and x["tracer"] != "none"]
-        self.assertEqual({x["tracer"] for x in traced}, {"ftrace", "bpftrace", "perf", "stap"})
+        self.assertEqual({x["tracer"] for x in traced}, set(BY_PATH))
         for x in traced:
             with self.subTest(config=x["config"]):
                 self.assertEqual((x["status"], x["events_seen"]), ("never-fires", "0"),
                                  x["reason"])
                 self.assertIn(f"processes mapped {self.lib} (throw), yet the marker's code "
                               "never ran", x["reason"])
-        for t in ("ftrace", "bpftrace", "perf", "stap"):
+        for t in BY_PATH:
             line = next(ln for ln in out.splitlines() if ln.startswith(f"  - user-{t}:"))
             self.assertIn("never fires, 0 events in 4 runs", line)  # 2 runs of 2
             self.assertNotIn("ns/event", line)

@@ -5,7 +5,8 @@ interval; what a body that sends every event to user space lost.  How
 to read it: docs/bodies.md.
 
 Nothing to run: `from render.bodies import bodies_markdown, plot_bodies` (tables.md
-and the plot), body_lines and script_lines (the answers, render/summary.py).
+and the plot), body_lines, floor_lines and script_lines (the answers,
+render/summary.py).
 """
 import functools
 import textwrap
@@ -38,6 +39,21 @@ def body_rows(a, notes):
         rows.append([b["tracer"], b["config"], b["threads"], f_overhead(b["price"]), beyond,
                      lost, bold(b["verdict"] or "")])
     return rows
+
+
+def floor_lines(a):
+    """The answers' lines on the BPF floor (stats.analysis.floor): at the
+    fewest threads both ran, libbpf's count, and a line per BPF front end:
+    what it costs an event above it."""
+    got = a.get("floor") or []
+    if not got:
+        return []
+    n = min(f["threads"] for f in got)
+    here = [f for f in got if f["threads"] == n]
+    return ["", f"Above the BPF floor, libbpf's own count ({configs.BPF_FLOOR}: "
+                f"{f_overhead(here[0]['floor'])} ns/event at {n} thread{'s' * (n != 1)}):", ""] + [
+        f"- {f['tracer']}{' (' + f['runtime'] + ' runtime)' if f['runtime'] else ''}: "
+        f"{f_overhead(f['above'])} ns/event more (paired, mean [95% interval])" for f in here]
 
 
 def bodies_markdown(a):

@@ -20,7 +20,7 @@ from configs import BASELINE, real
 from record import LOSSLESS, OTHERS, STATUSES
 from render.formats import (f_interval, f_ns, f_overhead, f_rate, f_slower, f_x, failure_groups,
                             normalise, reading, table, where)
-from render.bodies import body_lines, script_lines
+from render.bodies import body_lines, floor_lines, script_lines
 from render.lab import guest_2011, guest_head, guest_line
 from render.y2011 import Y2011_CONFIGS, y2011
 
@@ -353,7 +353,7 @@ def answers(a, p, rows, meta, folder, plots=(), terminal=False, guest=None):
     if a["cells"]:
         mine = any(getattr(configs.BY_NAME.get(c["config"]), "workload", "") == "user"
                    for c in a["cells"])
-        lines += cost_lines(a, mine)
+        lines += cost_lines(a, mine) + floor_lines(a)
         lines += body_lines(a) + script_lines(a, env, predict.script_predictions(
             a, env.get("script")), WIDTH)
         sites = site_lines(a, env)

@@ -12,7 +12,7 @@ from bodies import BODY_BUILD
 import workloads
 from kernel import NEVER_FIRES
 from configs import BASELINE
-from record import MEASURED, num
+from record import LOSSLESS, MEASURED, num
 from .cells import NOISY_CV, calls, cell_stats, common, config_rank, overhead, own_figures, tracer_steady
 from .stopping import pilot
 
@@ -80,7 +80,8 @@ def analyse(rows, meta):
     return {"cells": out, **outcomes(rows), "cpus": ncpu,
             "has_baseline": any(k[0] == BASELINE for k in base),  # the kit's own
             "sites": sites(out), "bodies": bodies(out, pilot_of=lambda c: pilot(
-                meta, c["config"], c["threads"]))}
+                meta, c["config"], c["threads"])),
+            "floor": floor(out, rows, lambda c: pilot(meta, c["config"], c["threads"]))}
 
 
 def measured_cell(c, warmups, measured, ncpu):
@@ -242,6 +243,31 @@ def bodies(cells, pilot_of=lambda c: None):
                     "lost_fraction": check["dropped"] / made if made and check.get("dropped")
                     is not None else None,
                     "failed": c["failed_reasons"] if not c.get("n_runs") else []})
+    return out
+
+
+def floor(cells, rows, pilot_of=lambda c: None):
+    """The BPF floor (configs.BPF_FLOOR, issue 68): each BPF front end's
+    twin (configs.ABOVE_FLOOR) priced above libbpf's count at each thread
+    count both counted every event: the two cells' paired difference with
+    its interval (cells.overhead, as a body's share), with the runtime its
+    rows ran on (SystemTap's: bpf or module)."""
+    by = {(c["config"], c["threads"]): c for c in cells}
+    runtimes = {}
+    for r in rows:
+        if r.get("runtime"):
+            runtimes.setdefault(r["config"], set()).add(r["runtime"])
+    out = []
+    for tracer, name in configs.ABOVE_FLOOR.items():
+        for c in (c for c in cells if c["config"] == name):
+            ref = by.get((configs.BPF_FLOOR, c["threads"]))
+            if not (ref and c["n_runs"] and ref["n_runs"] and all(
+                    (x.get("check") or {}).get("verdict") in LOSSLESS for x in (c, ref))):
+                continue
+            out.append({"tracer": tracer, "config": name, "threads": c["threads"],
+                        "runtime": "/".join(sorted(runtimes.get(name, ()))),
+                        "floor": ref.get("overhead"), "price": c.get("overhead"),
+                        "above": overhead(c, ref, pilot_of(c))})
     return out
 
 

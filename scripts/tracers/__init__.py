@@ -31,9 +31,10 @@ the back-ends that have them, ATTACHED below (SystemTap's in
 stap_attached.py, beside its run verbs).
 """
 from .base import Events, RunState, Tracer, TracerError  # noqa: F401
-from . import none, ftrace, perf, bpftrace, lttng, uftrace, stap, stap_attached
+from . import none, ftrace, perf, bpftrace, libbpf, lttng, uftrace, stap, stap_attached
 
-BACKENDS = {m.BACKEND.name: m.BACKEND for m in (none, ftrace, perf, bpftrace, lttng, uftrace, stap)}
+BACKENDS = {m.BACKEND.name: m.BACKEND
+            for m in (none, ftrace, perf, bpftrace, libbpf, lttng, uftrace, stap)}
 # make lifecycle's tracers, in its order (its default TRACERS)
 ATTACHED = {m.Attached.name: m.Attached for m in (ftrace, bpftrace, perf, stap_attached)}
 

@@ -1,0 +1,130 @@
+"""libbpf.py: the floor under every BPF tracer (issue 68): a probe
+attached by libbpf itself, as production agents attach (bcc's
+libbpf-tools, libbpf-rs programs), with nothing of a front end's own.
+Its programs are the kit's C (src/libbpf/kit.bpf.c), loaded and attached
+by build/kit-libbpf (src/libbpf/loader.c, its skeleton from `bpftool gen
+skeleton`), which make builds where clang, bpftool, libbpf's headers and
+the kernel's BTF are here.
+
+The loader is started beside the target as a user starts an agent: on the
+kit's loop before the target starts, on every process that maps the
+build (bpf_program__attach_usdt with pid -1; the kit runs one target at
+a time); on a real program (attach "running") beside the held target,
+that process alone, or by path every process mapping the program with
+the workload's cgroup counted apart in BPF (the user-* rows).  libbpf
+reads the marker's note itself, and gives the kernel the semaphore's
+reference counter.  Its probes are live when it prints LIVE_LINE; at
+SIGINT it detaches and prints its per-CPU counts ("name: value" a line),
+read here by name.  Its link, maps and programs are file descriptors: a
+SIGKILLed loader leaves nothing attached (tests/test_libbpf.py).
+
+Which program a row loads is its body (the body table's rows,
+bodies.BODIES["libbpf"]) or its mode (the rows in configs.CONFIGS).
+"""
+import os
+import re
+
+import host
+from bodies import BUFFERED
+from elfinfo import Elf
+
+from .base import LIVE_LINE, Events, Tracer, TracerError
+
+LOADER = os.path.join(host.ROOT, "build", "kit-libbpf")
+UPROBE_NOP = "uprobe_nop"  # the raw uprobe on the marker's nop, no USDT spec
+COUNT = "sdt_count"  # the count: a row with neither body nor mode loads it
+# BUFFERED's programs record each event into a buffer the loader reads:
+# what reached the loader is the row's count, what had no room its losses,
+# and the program's own count must equal the two (Events.also).
+COUNTED_IN_BPF = "events its BPF program counted (a per-CPU map)"
+COUNTS = re.compile(r"^(\w+): (\d+)$", re.M)
+
+
+class Libbpf(Tracer):
+    name = "libbpf"
+    attaches_running = True  # the loader, started beside the held target
+    needs = {}  # (its build's: make's needs, clang, bpftool and libbpf-dev)
+
+    def available(self):
+        if not os.access(LOADER, os.X_OK):
+            return (f"{os.path.relpath(LOADER, host.ROOT)} was not built (see make's message: "
+                    "clang, bpftool, libbpf-dev and a kernel with BTF)")
+        return self.need_root()
+
+    def describe(self):
+        if self.available():
+            return None
+        status, out = host.run([LOADER, "--version"], timeout=10)
+        return f"{out.strip()} (build/kit-libbpf)" if status == 0 else None
+
+    @staticmethod
+    def program(cfg):
+        return cfg.body or cfg.mode or COUNT
+
+    def skip_reason(self, cfg, workload=None):
+        if self.program(cfg) == UPROBE_NOP and cfg.workload:
+            return "a raw uprobe on a marker's nop is the kit's own loop's row alone"
+        return None
+
+    @staticmethod
+    def probe(run):
+        """The loader's probe argument: PROVIDER:NAME, or +OFFSET (hex) of
+        the marker's nop in the file for the raw uprobe."""
+        provider = run.workload.provider if run.workload else "benchmark"
+        marker = run.cfg.marker if run.workload else "single_trace"
+        if Libbpf.program(run.cfg) != UPROBE_NOP:
+            return f"{provider}:{marker}"
+        elf = Elf(run.build)
+        notes = [n for n in elf.sdt_notes() if (n.provider, n.name) == (provider, marker)]
+        if len(notes) != 1:
+            raise TracerError(f"{run.build}: {len(notes)} {provider}:{marker} markers, "
+                              "where the raw uprobe takes one")
+        return f"+{elf.file_offset(notes[0].pc):x}"
+
+    def attach(self, run):
+        running = run.cfg.attach == "running"
+        pid = -1 if not running or run.workload.by_path else run.target_pid
+        cmd = [LOADER, self.program(run.cfg), run.build, self.probe(run), str(pid),
+               str(run.group.id if run.group else 0)]
+        self.start_live(run, cmd, lambda live: live.printed(LIVE_LINE))
+
+    def events(self, run):
+        live = self.stop_live(run)
+        if live is None:
+            raise TracerError("the loader never started")
+        with open(live.out, errors="replace") as f:
+            out = f.read()
+        with open(run.log, "a") as f:
+            f.write(out)
+        if live.status != 0:
+            raise TracerError(f"kit-libbpf exited with status {live.status} at its SIGINT")
+        got = {k: int(v) for k, v in COUNTS.findall(out)}
+        missing = [k for k in ("events", "others", "lost", "records") if k not in got]
+        if missing:
+            raise TracerError(f"kit-libbpf printed no {', '.join(missing)} count")
+        prog = self.program(run.cfg)
+        whom = ("every process mapping it" if run.cfg.attach != "running" or run.workload.by_path
+                else f"pid {run.target_pid}")
+        note = f"libbpf, {prog} on {whom}" + (
+            f"; other cgroups' events counted apart (the workload's is {run.group.id})"
+            if run.group else "")
+        if prog == "sdt_arg":
+            note += f"; its arguments summed to {got.get('arg_sum', 0)}"
+        others = got["others"] if run.group else None
+        if prog in BUFFERED:
+            note += (f"; {got['records']} records reached the loader, {got['lost']} had no room"
+                     + (f", the perf buffer said {got['lost_samples']} dropped"
+                        if got.get("lost_samples") else ""))
+            return Events(got["records"], got["lost"], note, tracer_cpu_ns=live.cpu_ns,
+                          also=(COUNTED_IN_BPF, got["events"]), others=others,
+                          apart=others is not None)
+        if got["lost"]:  # a map body whose map was full: its entries refused, the count whole
+            note += f"; {got['lost']} map entries refused (full)"
+        return Events(got["events"], 0, note, tracer_cpu_ns=live.cpu_ns, others=others,
+                      apart=others is not None)
+
+    def detach(self, run):
+        self.stop_live(run)
+
+
+BACKEND = Libbpf()

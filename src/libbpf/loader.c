@@ -1,0 +1,229 @@
+/* loader.c: build/kit-libbpf, the libbpf back-end's loader
+ * (scripts/tracers/libbpf.py): loads one program of kit.bpf.c through its
+ * skeleton, attaches it as a libbpf agent does, says when it is live, and
+ * at SIGINT or SIGTERM detaches and prints its counts.
+ *
+ *   kit-libbpf PROGRAM BINARY PROVIDER:NAME [PID [CGROUP_ID [RING_BYTES]]]
+ *   kit-libbpf uprobe_nop BINARY +OFFSET [PID ...]
+ *   kit-libbpf --version         the libbpf it runs on
+ *
+ * PROGRAM: sdt_count, sdt_arg, sdt_ringbuf, sdt_perfbuf or sdt_map_tid on
+ * the marker PROVIDER:NAME (bpf_program__attach_usdt: libbpf reads the
+ * marker's note, gives the kernel its semaphore's reference counter, and
+ * its argument spec to bpf_usdt_arg), or uprobe_nop on the file offset
+ * OFFSET (hex; bpf_program__attach_uprobe, no spec).  PID: that process
+ * alone, -1 (the default) every process mapping BINARY; CGROUP_ID, not 0:
+ * that cgroup's events counted apart from the others'.
+ *
+ * stdout: "kit: probes live" once attached (the kit then releases its
+ * target), then at the end one "name: value" a line: events, others,
+ * arg_sum, lost (records with no room, or map entries refused), records
+ * (the ring or perf buffer's records this loader consumed), lost_samples
+ * (those the perf buffer says it dropped).  stderr: libbpf's own words.
+ * Exit 0, else 1 with the reason on stderr.  Its link, maps and programs
+ * are file descriptors: they go with the process, a SIGKILL included. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "kit.skel.h"
+
+#define LIVE_LINE "kit: probes live" /* tracers/base.py's LIVE_LINE */
+#define POLL_MS 100
+#define DEFAULT_RING_BYTES (4u << 20)
+#define PERF_PAGES 64 /* a CPU's perf buffer, as bpftrace's default */
+
+enum { COUNTED, OTHERS, ARG_SUM, LOST, SLOTS }; /* kit.bpf.c's slots */
+static const char *const SLOT_NAMES[SLOTS] = { "events", "others", "arg_sum", "lost" };
+
+static volatile sig_atomic_t stop;
+static unsigned long long records, lost_samples;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	(void)ctx, (void)data, (void)size;
+	records++;
+	return 0;
+}
+
+static void on_sample(void *ctx, int cpu, void *data, __u32 size)
+{
+	(void)ctx, (void)cpu, (void)data, (void)size;
+	records++;
+}
+
+static void on_lost(void *ctx, int cpu, __u64 n)
+{
+	(void)ctx, (void)cpu;
+	lost_samples += n;
+}
+
+static int fail(const char *what, int err)
+{
+	fprintf(stderr, "kit-libbpf: %s: %s\n", what, strerror(err < 0 ? -err : err));
+	return 1;
+}
+
+static int number(const char *s, int base, long long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoll(s, &end, base);
+	return errno || end == s || *end;
+}
+
+/* The per-CPU slots summed, a line each. */
+static int print_counts(struct kit_bpf *skel)
+{
+	int fd = bpf_map__fd(skel->maps.events), ncpu = libbpf_num_possible_cpus();
+	__u64 *v;
+
+	if (ncpu <= 0)
+		return fail("possible CPUs", ncpu);
+	v = calloc((size_t)ncpu, sizeof(*v));
+	if (!v)
+		return fail("calloc", ENOMEM);
+	for (__u32 slot = 0; slot < SLOTS; slot++) {
+		unsigned long long sum = 0;
+
+		if (bpf_map_lookup_elem(fd, &slot, v)) {
+			free(v);
+			return fail("reading the counts", errno);
+		}
+		for (int c = 0; c < ncpu; c++)
+			sum += v[c];
+		printf("%s: %llu\n", SLOT_NAMES[slot], sum);
+	}
+	free(v);
+	printf("records: %llu\nlost_samples: %llu\n", records, lost_samples);
+	return fflush(stdout) ? fail("stdout", errno) : 0;
+}
+
+int main(int argc, char **argv)
+{
+	long long pid = -1, cgroup = 0, ring_bytes = DEFAULT_RING_BYTES, offset = 0;
+	struct ring_buffer *rb = NULL;
+	struct perf_buffer *pb = NULL;
+	struct bpf_program *prog;
+	struct bpf_link *link = NULL;
+	struct kit_bpf *skel;
+	char *probe, *name = NULL;
+	struct sigaction sa;
+	sigset_t stops, old;
+	int err = 0;
+
+	if (argc == 2 && !strcmp(argv[1], "--version")) { /* the library it runs on */
+		printf("libbpf %u.%u\n", libbpf_major_version(), libbpf_minor_version());
+		return fflush(stdout) ? 1 : 0;
+	}
+	if (argc < 4 || argc > 7 || (argc > 4 && number(argv[4], 10, &pid)) ||
+	    (argc > 5 && number(argv[5], 10, &cgroup)) ||
+	    (argc > 6 && (number(argv[6], 10, &ring_bytes) || ring_bytes <= 0))) {
+		fprintf(stderr, "usage: kit-libbpf PROGRAM BINARY PROVIDER:NAME|+OFFSET "
+				"[PID [CGROUP_ID [RING_BYTES]]]\n");
+		return 2;
+	}
+	probe = argv[3];
+	if (probe[0] == '+') {
+		if (number(probe + 1, 16, &offset) || offset <= 0)
+			return fail("the offset", EINVAL);
+	} else if (!(name = strchr(probe, ':')) || name == probe || !name[1]) {
+		return fail("PROVIDER:NAME", EINVAL);
+	} else {
+		*name++ = '\0';
+	}
+	/* SIGINT and SIGTERM held until the loop waits for them: one that
+	 * comes while it attaches is kept, and the counts are still printed */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	if (sigprocmask(SIG_BLOCK, &stops, &old) || sigaction(SIGINT, &sa, NULL) ||
+	    sigaction(SIGTERM, &sa, NULL))
+		return fail("signals", errno);
+
+	skel = kit_bpf__open();
+	if (!skel)
+		return fail("opening the skeleton", errno);
+	skel->rodata->cgroup_id = (__u64)cgroup;
+	if (bpf_map__set_max_entries(skel->maps.ring, (__u32)ring_bytes)) {
+		err = fail("the ring's size (a power of 2 pages)", EINVAL);
+		goto out;
+	}
+	prog = bpf_object__find_program_by_name(skel->obj, argv[1]);
+	if (!prog) {
+		err = fail(argv[1], ENOENT);
+		goto out;
+	}
+	/* the one program asked for is loaded, no other */
+	for (struct bpf_program *p = bpf_object__next_program(skel->obj, NULL); p;
+	     p = bpf_object__next_program(skel->obj, p))
+		bpf_program__set_autoload(p, p == prog);
+	if ((err = kit_bpf__load(skel))) {
+		err = fail("loading", err);
+		goto out;
+	}
+	if (name)
+		link = bpf_program__attach_usdt(prog, (pid_t)pid, argv[2], probe, name, NULL);
+	else
+		link = bpf_program__attach_uprobe(prog, false, (pid_t)pid, argv[2], (size_t)offset);
+	if (!link) {
+		err = fail("attaching", errno);
+		goto out;
+	}
+	if (prog == skel->progs.sdt_ringbuf)
+		rb = ring_buffer__new(bpf_map__fd(skel->maps.ring), on_record, NULL, NULL);
+	else if (prog == skel->progs.sdt_perfbuf)
+		pb = perf_buffer__new(bpf_map__fd(skel->maps.perfbuf), PERF_PAGES, on_sample,
+				      on_lost, NULL, NULL);
+	if ((prog == skel->progs.sdt_ringbuf && !rb) || (prog == skel->progs.sdt_perfbuf && !pb)) {
+		err = fail("the buffer's reader", errno);
+		goto out;
+	}
+	printf("%s\n", LIVE_LINE);
+	if (fflush(stdout)) {
+		err = fail("stdout", errno);
+		goto out;
+	}
+	if (!rb && !pb) { /* nothing to read: asleep until told to stop */
+		while (!stop)
+			sigsuspend(&old);
+	} else if (sigprocmask(SIG_SETMASK, &old, NULL)) {
+		err = fail("signals", errno);
+		goto out;
+	}
+	while (!stop) { /* (a signal between the test and the poll: at most POLL_MS late) */
+		int got = rb ? ring_buffer__poll(rb, POLL_MS) : perf_buffer__poll(pb, POLL_MS);
+
+		if (got < 0 && got != -EINTR) {
+			err = fail("reading the buffer", got);
+			goto out;
+		}
+	}
+	/* what is still in the buffer, consumed before the counts are read */
+	if (rb && ring_buffer__consume(rb) < 0)
+		err = fail("draining the ring", errno);
+	if (pb && perf_buffer__consume(pb) < 0)
+		err = fail("draining the perf buffer", errno);
+	err = print_counts(skel) || err;
+out:
+	ring_buffer__free(rb);
+	perf_buffer__free(pb);
+	bpf_link__destroy(link);
+	kit_bpf__destroy(skel);
+	return err ? 1 : 0;
+}

@@ -1,0 +1,210 @@
+"""The libbpf back-end (issue 68): the floor under every BPF tracer.
+
+    python3 tests/run_tests.py --tier check test_libbpf   # the floor by hand
+    python3 tests/run_tests.py --tier host test_libbpf    # the real loader (root)
+
+The floor's arithmetic is checked by hand; the loader is run as the kit
+runs it: every event counted at 1 and 2 threads, the argument read, the
+guarded marker's semaphore raised by the kernel, the bodies' records and
+losses adding up, a SIGKILLed loader leaving nothing attached and a
+user's own BPF agent on the same marker left alone.
+"""
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from kit_test import (ROOT, StateTest, kill_during, kit, need, need_tracer, pids_of, rows_of,
+                      wait_for)
+import configs
+import stats
+from render.bodies import floor_lines
+from tracers import libbpf
+
+
+def cell_rows(config, threads, per_call, it=1000):
+    """A cell's runs: PER_CALL ns a call, one run a repetition, every event seen."""
+    cfg = configs.BY_NAME[config]
+    seen = None if cfg.tracer == "none" else threads * it
+    return [{"config": config, "build": cfg.build, "tracer": cfg.tracer, "probe": cfg.probe,
+             "threads": threads, "iterations": it, "rep": rep, "status": "ok", "reason": "",
+             "thread_wall_ns": ";".join([str(round(ns * it))] * threads),
+             "thread_cpu_ns": ";".join([str(round(ns * it))] * threads),
+             "events_seen": seen, "events_expected": seen, "calls": threads * it, "note": "",
+             "unit": "ns", "runtime": "bpf" if cfg.tracer == "stap" else ""}
+            for rep, ns in enumerate(per_call, start=1)]
+
+
+class Floor(unittest.TestCase):
+    """bpftrace's and stapbpf's price above libbpf's count, by hand."""
+
+    def analysis(self, floor=(802.0, 805.0, 799.0)):
+        rows = (cell_rows("baseline", 1, [2.0, 2.1, 1.9])
+                + cell_rows("libbpf-sdt-count", 1, floor)
+                + cell_rows("bpftrace-sdt-count", 1, [900.0, 910.0, 893.0])
+                + cell_rows("stap-mark-empty", 1, [1100.0, 1090.0, 1104.0])
+                + cell_rows("baseline", 2, [2.0, 2.1, 1.9])
+                + cell_rows("bpftrace-sdt-count", 2, [950.0, 960.0, 940.0]))
+        return stats.analyse(rows, {"stopping": {"rule": "fixed", "runs": 3}, "cpus": 2})
+
+    def test_by_hand(self):
+        got = {(f["tracer"], f["threads"]): f for f in self.analysis()["floor"]}
+        # at 2 threads libbpf did not run: no floor there
+        self.assertEqual(sorted(got), [("bpftrace", 1), ("stap", 1)])
+        # bpftrace 900, 910, 893 above libbpf 802, 805, 799: 98, 105, 94,
+        # mean 99, sd sqrt(((-1)^2 + 6^2 + (-5)^2) / 2) = sqrt(31) = 5.568,
+        # half-width 4.303 x 5.568 / sqrt(3) = 13.832
+        b = got[("bpftrace", 1)]["above"]
+        self.assertAlmostEqual(b["mean_ns"], 99.0)
+        self.assertAlmostEqual(b["lo_ns"], 99.0 - 13.832, places=2)
+        self.assertAlmostEqual(b["hi_ns"], 99.0 + 13.832, places=2)
+        # stap 1100, 1090, 1104: 298, 285, 305, mean 296, sd sqrt((4 + 121
+        # + 81) / 2) = sqrt(103) = 10.149, half-width 4.303 x 10.149 /
+        # sqrt(3) = 25.213
+        s = got[("stap", 1)]
+        self.assertEqual(s["runtime"], "bpf")
+        self.assertAlmostEqual(s["above"]["mean_ns"], 296.0)
+        self.assertAlmostEqual(s["above"]["hi_ns"], 296.0 + 25.213, places=2)
+        # the floor itself against the baseline: 800, 802.9, 797.1, mean 800
+        self.assertAlmostEqual(got[("bpftrace", 1)]["floor"]["mean_ns"], 800.0)
+
+    def test_the_answers_lines(self):
+        lines = [ln for ln in floor_lines(self.analysis()) if ln]
+        self.assertEqual(len(lines), 3, lines)
+        self.assertRegex(lines[0], r"^Above the BPF floor, libbpf's own count \(libbpf-sdt-count: "
+                                   r"800 \[\d{3}, \d{3}\] ns/event at 1 thread\):$")
+        self.assertRegex(lines[1], r"^- bpftrace: 99\.0 \[85\.\d, 113\] ns/event more \(paired, "
+                                   r"mean \[95% interval\]\)$")
+        self.assertRegex(lines[2], r"^- stap \(bpf runtime\): 296 \[27\d, 32\d\] ns/event more")
+
+    def test_no_floor_where_an_event_was_missed(self):
+        rows = (cell_rows("baseline", 1, [2.0, 2.1, 1.9])
+                + cell_rows("libbpf-sdt-count", 1, [802.0, 805.0, 799.0])
+                + cell_rows("bpftrace-sdt-count", 1, [900.0, 910.0, 893.0]))
+        for r in rows:
+            if r["config"] == "libbpf-sdt-count" and r["rep"] == 2:
+                r.update(events_seen=r["events_seen"] - 1, status="mismatch")
+        a = stats.analyse(rows, {"stopping": {"rule": "fixed", "runs": 3}, "cpus": 2})
+        self.assertEqual(a["floor"], [])
+        self.assertEqual(floor_lines(a), [])
+
+    def test_the_rows(self):
+        """The floor and its twins are rows of the one table, on one build."""
+        floor = configs.BY_NAME[configs.BPF_FLOOR]
+        self.assertEqual((floor.tracer, floor.build), ("libbpf", "sdt"))
+        for name in configs.ABOVE_FLOOR.values():
+            self.assertEqual(configs.BY_NAME[name].build, floor.build)
+        self.assertIn("user-libbpf", configs.user_rows())
+        self.assertEqual(libbpf.Libbpf.program(configs.BY_NAME["libbpf-uprobe-nop"]),
+                         libbpf.UPROBE_NOP)
+        self.assertEqual(libbpf.Libbpf.program(configs.BY_NAME["libbpf-body-ringbuf"]),
+                         "sdt_ringbuf")
+
+
+class Run(StateTest):
+    """The real loader, as make run starts it."""
+
+    def setUp(self):
+        need_tracer(self, "libbpf")
+        super().setUp()
+
+    def test_every_event_at_1_and_2_threads(self):
+        it = 20000
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--threads", "1,2", "--iter", str(it), "--runs", "2", "--configs",
+                     "baseline,libbpf-*"], res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            rows, _ = rows_of(res)
+        timed = [x for x in rows if x["tracer"] == "libbpf" and x["rep"] not in ("", "0")]
+        self.assertEqual({x["config"] for x in timed},
+                         {"libbpf-sdt-count", "libbpf-uprobe-nop", "libbpf-sdt-arg",
+                          "libbpf-sdt-guarded"})
+        for x in timed:
+            n = int(x["threads"]) * int(x["iterations"])
+            with self.subTest(config=x["config"], threads=x["threads"], rep=x["rep"]):
+                self.assertEqual(x["status"], "ok", x["reason"])
+                self.assertEqual(int(x["events_seen"]), n)
+                self.assertIn("libbpf, ", x["note"])
+                if x["config"] == "libbpf-sdt-arg":
+                    # each thread's loop passes 0..N-1: T x N(N-1)/2
+                    k = int(x["iterations"])
+                    self.assertIn(f"its arguments summed to {int(x['threads']) * k * (k - 1) // 2}",
+                                  x["note"])
+
+    def test_bodies_add_up(self):
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--threads", "2", "--iter", "20000", "--runs", "2", "--configs",
+                     "baseline,libbpf-body-*"], res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            rows, _ = rows_of(res)
+        timed = [x for x in rows if x["tracer"] == "libbpf" and x["rep"] not in ("", "0")]
+        self.assertEqual(len({x["config"] for x in timed}), 4)
+        for x in timed:
+            with self.subTest(config=x["config"], rep=x["rep"]):
+                self.assertIn(x["status"], ("ok", "dropped"), x["reason"])
+                seen, lost = int(x["events_seen"]), int(x["events_dropped"] or 0)
+                self.assertEqual(seen + lost, 2 * int(x["iterations"]))
+                if x["config"] in ("libbpf-body-ringbuf", "libbpf-body-perfbuf"):
+                    self.assertIn(f"{seen} records reached the loader, {lost} had no room",
+                                  x["note"])
+
+    def test_the_loader_killed(self):
+        """A SIGKILLed loader: its row failed, the next run counts, and
+        nothing is attached after (the state check: uprobe_events; and
+        bpftool's link list as it was); a user's own agent on the same
+        marker, started before, is still there and counted the kit's calls."""
+        need("bpftool")
+        build = os.path.join(ROOT, "build", "benchmark-sdt")
+        before = links()
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "theirs.out")
+            with open(out, "w") as o:
+                theirs = subprocess.Popen([libbpf.LOADER, "sdt_count", build,
+                                           "benchmark:single_trace"], stdout=o,
+                                          stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                self.assertTrue(wait_for(lambda: "probes live" in open(out).read(), 30))
+                with_theirs = links()
+
+                def loader(kit):  # the kit's loader while the target runs
+                    return [p for p in pids_of("kit-libbpf", kit)
+                            if pids_of("benchmark-sdt", kit) and not time.sleep(0.2)]
+                with tempfile.TemporaryDirectory() as res:
+                    rows, killed = kill_during(
+                        self, ["--quick", "1", "--threads", "1", "--iter", "5000000", "--runs",
+                               "2", "--configs", "baseline,libbpf-sdt-count"], res, loader,
+                        "the kit's loader")
+                self.assertNotIn(theirs.pid, killed)
+                failed = [x for x in rows if x["status"] == "failed"]
+                self.assertEqual([x["config"] for x in failed], ["libbpf-sdt-count"])
+                self.assertIn("kit-libbpf exited with status -9", failed[0]["reason"])
+                self.assertEqual(links(), with_theirs)  # the kit's link gone, theirs kept
+                self.assertIsNone(theirs.poll())
+                theirs.send_signal(signal.SIGINT)
+                theirs.wait(30)
+            finally:
+                if theirs.poll() is None:
+                    theirs.kill()
+                    theirs.wait()
+            with open(out) as f:
+                said = f.read()
+        counted = int(re.search(r"^events: (\d+)$", said, re.M).group(1))
+        ran = sum(int(x["calls"] or 0) for x in rows if x["config"] == "libbpf-sdt-count"
+                  and x["status"] == "ok")
+        self.assertGreaterEqual(counted, ran)  # theirs saw the kit's calls, and went on
+        self.assertEqual(links(), before)
+
+
+def links():
+    """bpftool's BPF links, as (type, program id) pairs sorted."""
+    r = subprocess.run(["bpftool", "-j", "link", "list"], capture_output=True, text=True,
+                       check=True)
+    import json
+    return sorted((x.get("type"), x.get("prog_id")) for x in json.loads(r.stdout or "[]"))
+
+
+if __name__ == "__main__":
+    unittest.main()
