@@ -115,7 +115,7 @@ class Run(StateTest):
         it = 20000
         with tempfile.TemporaryDirectory() as res:
             r = kit(["--threads", "1,2", "--iter", str(it), "--runs", "2", "--configs",
-                     "baseline,libbpf-*"], res)
+                     "baseline,libbpf-sdt-*,libbpf-uprobe-nop"], res)
             self.assertEqual(r.returncode, 0, r.stderr[-2000:])
             rows, _ = rows_of(res)
         timed = [x for x in rows if x["tracer"] == "libbpf" and x["rep"] not in ("", "0")]
@@ -174,7 +174,7 @@ class Run(StateTest):
                             if pids_of("benchmark-sdt", kit) and not time.sleep(0.2)]
                 with tempfile.TemporaryDirectory() as res:
                     rows, killed = kill_during(
-                        self, ["--quick", "1", "--threads", "1", "--iter", "5000000", "--runs",
+                        self, ["--quick", "1", "--threads", "1", "--iter", "400000", "--runs",
                                "2", "--configs", "baseline,libbpf-sdt-count"], res, loader,
                         "the kit's loader")
                 self.assertNotIn(theirs.pid, killed)
