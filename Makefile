@@ -21,7 +21,7 @@ Q := @
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all list needs packages configs run report check test test-host test-guests test-userland clean help lab lab-shell atlas fleet lifecycle floor versus
+.PHONY: all list needs packages packages-here configs run report check test test-host test-guests test-userland clean help lab lab-shell atlas fleet lifecycle floor versus
 
 # The builds: src/builds.tsv, one row each (its header says the columns).
 # field(BUILD,N): column N of BUILD's row.
@@ -63,7 +63,7 @@ LIBS.lib := -Lbuild -lkit-bystander -Wl,-rpath,'$$$$ORIGIN'
 KIND = $(call field,$(1),3)
 WANT := $(foreach b,$(BUILDS),$(if $(HAVE.$(call KIND,$(b))),$(b)))
 MISSING_KINDS := $(sort $(foreach b,$(filter-out $(WANT),$(BUILDS)),$(call KIND,$(b))))
-QUIET_GOALS := needs packages list configs help clean test test-host test-guests test-userland
+QUIET_GOALS := needs packages packages-here list configs help clean test test-host test-guests test-userland
 ifeq ($(filter $(QUIET_GOALS),$(MAKECMDGOALS)),)
 $(foreach k,$(MISSING_KINDS),$(info make: skipping the $(strip $(foreach b,$(BUILDS),\
 	$(if $(filter $(k),$(call KIND,$(b))),$(b)))) build(s): no $(WHAT.$(k)) (Debian package $(PACKAGE.$(k)))))
@@ -81,6 +81,7 @@ endif
 CLANG   ?= clang
 BPFTOOL ?= bpftool
 PACKAGE.libbpf := clang bpftool libbpf-dev
+RUNTIME.libbpf := libbpf1  # what the loader needs where it runs (make lab's guests): its library
 NEEDS.libbpf := $(if $(shell command -v $(CLANG)),,clang) $(if $(shell command -v $(BPFTOOL)),,bpftool) \
 	$(if $(call has_header,bpf/usdt.bpf.h),,libbpf-dev)
 BTF := /sys/kernel/btf/vmlinux
@@ -103,9 +104,15 @@ list:
 needs:
 	@$(foreach k,$(MISSING_KINDS),echo $(PACKAGE.$(k));)$(foreach p,$(NEEDS.libbpf),echo $(p);)
 
-# Every build kind's package, needed or not (the lab's guests run the builds).
+# Every build kind's package, needed or not (the lab's guests run the builds
+# made here: of libbpf's, its library, not its compiler).
+KIND_PACKAGES = $(foreach k,$(sort $(foreach b,$(BUILDS),$(call KIND,$(b)))),$(PACKAGE.$(k)))
 packages:
-	@$(foreach p,$(sort $(foreach k,$(sort $(foreach b,$(BUILDS),$(call KIND,$(b)))),$(PACKAGE.$(k))) $(PACKAGE.libbpf)),echo $(p);)
+	@$(foreach p,$(sort $(KIND_PACKAGES) $(RUNTIME.libbpf)),echo $(p);)
+
+# Every package the builds here use, needed or not (the suite's list, tests/packages.py).
+packages-here:
+	@$(foreach p,$(sort $(KIND_PACKAGES) $(PACKAGE.libbpf)),echo $(p);)
 
 configs:
 	$(Q)$(PYTHON) scripts/run.py --list

@@ -13,7 +13,7 @@ this list is CI's too.
 
 The list is made from each part's own record of what it needs, never
 typed twice: the tracers' back-ends, the real programs, the builds (`make
-packages`), the plots, the lab's host tools, Ansible and LAVA; only the
+packages-here`), the plots, the lab's host tools, Ansible and LAVA; only the
 tools that tests alone use are named here.  `make check` installs
 nothing: it needs python3 and the build.
 """
@@ -44,7 +44,8 @@ def packages():
     pkgs = {p for b in tracers.BACKENDS.values() for p in b.needs.values()}
     for w in workloads.WORKLOADS.values():
         pkgs |= {pkg for _, pkg in ((w.program, w.package), *w.needs) if pkg}
-    r = subprocess.run([*host.MAKE, "packages"], stdout=subprocess.PIPE, text=True, check=True)
+    r = subprocess.run([*host.MAKE, "packages-here"], stdout=subprocess.PIPE, text=True,
+                       check=True)
     pkgs |= set(r.stdout.split())
     pkgs.add(host.MATPLOTLIB_PACKAGE)
     pkgs |= set(suite.HOST_PACKAGES.values())
