@@ -79,18 +79,19 @@ endif
 # clang's BPF target, bpftool's skeleton and libbpf, on a kernel with BTF
 # (vmlinux.h is dumped from it).
 CLANG   ?= clang
-BPFTOOL ?= bpftool
+BPFTOOL ?= $(or $(shell command -v bpftool),$(wildcard /usr/sbin/bpftool),bpftool)
 PACKAGE.libbpf := clang bpftool libbpf-dev
 RUNTIME.libbpf := libbpf1  # what the loader needs where it runs (make lab's guests): its library
-NEEDS.libbpf := $(if $(shell command -v $(CLANG)),,clang) $(if $(shell command -v $(BPFTOOL)),,bpftool) \
-	$(if $(call has_header,bpf/usdt.bpf.h),,libbpf-dev)
 BTF := /sys/kernel/btf/vmlinux
+# (none without the kernel's BTF: the packages would not make it buildable)
+NEEDS.libbpf := $(if $(wildcard $(BTF)),$(if $(shell command -v $(CLANG)),,clang) \
+	$(if $(shell command -v $(BPFTOOL)),,bpftool) $(if $(call has_header,bpf/usdt.bpf.h),,libbpf-dev))
 HAVE.libbpf := $(if $(strip $(NEEDS.libbpf)),,$(wildcard $(BTF)))
 BPF_ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(shell uname -m)))
 ifeq ($(filter $(QUIET_GOALS),$(MAKECMDGOALS))$(HAVE.libbpf),)
-$(info make: skipping build/kit-libbpf (the libbpf rows): $(if $(strip $(NEEDS.libbpf)),\
-	no clang$(comma) bpftool or <bpf/usdt.bpf.h> (Debian packages $(strip $(NEEDS.libbpf))),\
-	no $(BTF) (a kernel without BTF)))
+LIBBPF_WHY = $(if $(strip $(NEEDS.libbpf)),no clang$(comma) bpftool or <bpf/usdt.bpf.h> \
+	(Debian packages $(strip $(NEEDS.libbpf))),no $(BTF) (a kernel without BTF))
+$(info make: skipping build/kit-libbpf (the libbpf rows): $(strip $(LIBBPF_WHY)))
 endif
 
 all: $(addprefix build/benchmark-,$(WANT)) build/memlock-shim.so build/raw-loop \
@@ -184,7 +185,7 @@ build/libbpf/vmlinux.h: | build
 
 build/libbpf/kit.bpf.o: src/libbpf/kit.bpf.c build/libbpf/vmlinux.h
 	@$(if $(Q),echo "  BPF     $@")
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) $(WARN) -Wno-unused-parameter -Ibuild/libbpf \
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) $(WARN) -Wno-unused-parameter -isystem build/libbpf \
 		-I/usr/include/$(shell $(CC) -print-multiarch) -c $< -o $@
 
 build/libbpf/kit.skel.h: build/libbpf/kit.bpf.o

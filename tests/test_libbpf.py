@@ -180,7 +180,8 @@ class Run(StateTest):
                 self.assertNotIn(theirs.pid, killed)
                 failed = [x for x in rows if x["status"] == "failed"]
                 self.assertEqual([x["config"] for x in failed], ["libbpf-sdt-count"])
-                self.assertIn("kit-libbpf exited with status -9", failed[0]["reason"])
+                self.assertIn("kit-libbpf ended while the target still ran (status -9)",
+                              failed[0]["reason"])
                 self.assertEqual(links(), with_theirs)  # the kit's link gone, theirs kept
                 self.assertIsNone(theirs.poll())
                 theirs.send_signal(signal.SIGINT)

@@ -251,7 +251,8 @@ def floor(cells, rows, pilot_of=lambda c: None):
     twin (configs.ABOVE_FLOOR) priced above libbpf's count at each thread
     count both counted every event: the two cells' paired difference with
     its interval (cells.overhead, as a body's share), with the runtime its
-    rows ran on (SystemTap's: bpf or module)."""
+    rows ran on (SystemTap's only where it is bpf: a module is no BPF
+    tracer)."""
     by = {(c["config"], c["threads"]): c for c in cells}
     runtimes = {}
     for r in rows:
@@ -259,6 +260,8 @@ def floor(cells, rows, pilot_of=lambda c: None):
             runtimes.setdefault(r["config"], set()).add(r["runtime"])
     out = []
     for tracer, name in configs.ABOVE_FLOOR.items():
+        if tracer == "stap" and runtimes.get(name) != {"bpf"}:  # (a module is no BPF tracer)
+            continue
         for c in (c for c in cells if c["config"] == name):
             ref = by.get((configs.BPF_FLOOR, c["threads"]))
             if not (ref and c["n_runs"] and ref["n_runs"] and all(

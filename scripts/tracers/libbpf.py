@@ -31,6 +31,7 @@ from elfinfo import Elf
 from .base import LIVE_LINE, Events, Tracer, TracerError
 
 LOADER = os.path.join(host.ROOT, "build", "kit-libbpf")
+BTF = "/sys/kernel/btf/vmlinux"  # (the Makefile's BTF)
 UPROBE_NOP = "uprobe_nop"  # the raw uprobe on the marker's nop, no USDT spec
 COUNT = "sdt_count"  # the count: a row with neither body nor mode loads it
 # BUFFERED's programs record each event into a buffer the loader reads:
@@ -49,6 +50,8 @@ class Libbpf(Tracer):
         if not os.access(LOADER, os.X_OK):
             return (f"{os.path.relpath(LOADER, host.ROOT)} was not built (see make's message: "
                     "clang, bpftool, libbpf-dev and a kernel with BTF)")
+        if not os.path.exists(BTF):  # (a guest's kernel: the loader built on the host)
+            return f"this kernel has no BTF ({BTF}): libbpf cannot relocate the kit's programs"
         return self.need_root()
 
     def describe(self):
@@ -96,6 +99,9 @@ class Libbpf(Tracer):
             out = f.read()
         with open(run.log, "a") as f:
             f.write(out)
+        if live.early:  # (ended while the target ran: its counts are a part's)
+            raise TracerError(f"kit-libbpf ended while the target still ran (status "
+                              f"{live.status}): its counts would be a part's")
         if live.status != 0:
             raise TracerError(f"kit-libbpf exited with status {live.status} at its SIGINT")
         got = {k: int(v) for k, v in COUNTS.findall(out)}
@@ -116,7 +122,7 @@ class Libbpf(Tracer):
                      + (f", the perf buffer said {got['lost_samples']} dropped"
                         if got.get("lost_samples") else ""))
             return Events(got["records"], got["lost"], note, tracer_cpu_ns=live.cpu_ns,
-                          also=(COUNTED_IN_BPF, got["events"]), others=others,
+                          also=(COUNTED_IN_BPF, got["events"] + (others or 0)), others=others,
                           apart=others is not None)
         if got["lost"]:  # a map body whose map was full: its entries refused, the count whole
             note += f"; {got['lost']} map entries refused (full)"

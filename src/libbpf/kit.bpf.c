@@ -5,7 +5,7 @@
  * loads one of them, attaches it, and reads the counts below at the end.
  *
  * Every program counts its events in `events`, a per-CPU array (no two
- * threads share a counter, none is lost): slot 0 the counted ones, slot 1
+ * threads share a counter, and each add is atomic: none is lost): slot 0 the counted ones, slot 1
  * the events of other cgroups where `cgroup_id` is set (a probe by path
  * fires in every process mapping the file; the workload's cgroup is
  * counted apart, as bpftrace's @events[cgroup] does).  With cgroup_id 0
@@ -55,8 +55,11 @@ static __always_inline void add(__u32 slot, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&events, &slot);
 
+	/* atomic though per-CPU: a program on a uprobe_multi link (libbpf 1.3+
+	 * on Linux 6.6+) runs with migration, not preemption, disabled, so two
+	 * threads on one CPU could interleave a plain add and lose a count */
 	if (v)
-		*v += n;
+		__sync_fetch_and_add(v, n);
 }
 
 /* Counts the event; false where it is another cgroup's (counted apart,

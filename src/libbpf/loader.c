@@ -16,14 +16,16 @@
  * that cgroup's events counted apart from the others'.
  *
  * stdout: "kit: probes live" once attached (the kit then releases its
- * target), then at the end one "name: value" a line: events, others,
+ * target), then at the end, detached, one "name: value" a line: events, others,
  * arg_sum, lost (records with no room, or map entries refused), records
  * (the ring or perf buffer's records this loader consumed), lost_samples
  * (those the perf buffer says it dropped).  stderr: libbpf's own words.
  * Exit 0, else 1 with the reason on stderr.  Its link, maps and programs
  * are file descriptors: they go with the process, a SIGKILL included. */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,9 +131,13 @@ int main(int argc, char **argv)
 		printf("libbpf %u.%u\n", libbpf_major_version(), libbpf_minor_version());
 		return fflush(stdout) ? 1 : 0;
 	}
-	if (argc < 4 || argc > 7 || (argc > 4 && number(argv[4], 10, &pid)) ||
-	    (argc > 5 && number(argv[5], 10, &cgroup)) ||
-	    (argc > 6 && (number(argv[6], 10, &ring_bytes) || ring_bytes <= 0))) {
+	/* PID -1 or a process's (never 0: the loader itself); a cgroup id; a
+	 * ring's bytes that its map's 32 bits hold */
+	if (argc < 4 || argc > 7 ||
+	    (argc > 4 && (number(argv[4], 10, &pid) || pid == 0 || pid < -1 || pid > INT_MAX)) ||
+	    (argc > 5 && (number(argv[5], 10, &cgroup) || cgroup < 0)) ||
+	    (argc > 6 && (number(argv[6], 10, &ring_bytes) || ring_bytes <= 0 ||
+			  ring_bytes > UINT32_MAX))) {
 		fprintf(stderr, "usage: kit-libbpf PROGRAM BINARY PROVIDER:NAME|+OFFSET "
 				"[PID [CGROUP_ID [RING_BYTES]]]\n");
 		return 2;
@@ -155,13 +161,15 @@ int main(int argc, char **argv)
 	if (sigprocmask(SIG_BLOCK, &stops, &old) || sigaction(SIGINT, &sa, NULL) ||
 	    sigaction(SIGTERM, &sa, NULL))
 		return fail("signals", errno);
+	sigdelset(&old, SIGINT); /* (where it was started with them blocked: waited for all the same) */
+	sigdelset(&old, SIGTERM);
 
 	skel = kit_bpf__open();
 	if (!skel)
 		return fail("opening the skeleton", errno);
 	skel->rodata->cgroup_id = (__u64)cgroup;
-	if (bpf_map__set_max_entries(skel->maps.ring, (__u32)ring_bytes)) {
-		err = fail("the ring's size (a power of 2 pages)", EINVAL);
+	if ((err = bpf_map__set_max_entries(skel->maps.ring, (__u32)ring_bytes))) {
+		err = fail("the ring's size", err);
 		goto out;
 	}
 	prog = bpf_object__find_program_by_name(skel->obj, argv[1]);
@@ -177,14 +185,7 @@ int main(int argc, char **argv)
 		err = fail("loading", err);
 		goto out;
 	}
-	if (name)
-		link = bpf_program__attach_usdt(prog, (pid_t)pid, argv[2], probe, name, NULL);
-	else
-		link = bpf_program__attach_uprobe(prog, false, (pid_t)pid, argv[2], (size_t)offset);
-	if (!link) {
-		err = fail("attaching", errno);
-		goto out;
-	}
+	/* the buffer's reader before the probe: no record finds it missing */
 	if (prog == skel->progs.sdt_ringbuf)
 		rb = ring_buffer__new(bpf_map__fd(skel->maps.ring), on_record, NULL, NULL);
 	else if (prog == skel->progs.sdt_perfbuf)
@@ -192,6 +193,14 @@ int main(int argc, char **argv)
 				      on_lost, NULL, NULL);
 	if ((prog == skel->progs.sdt_ringbuf && !rb) || (prog == skel->progs.sdt_perfbuf && !pb)) {
 		err = fail("the buffer's reader", errno);
+		goto out;
+	}
+	if (name)
+		link = bpf_program__attach_usdt(prog, (pid_t)pid, argv[2], probe, name, NULL);
+	else
+		link = bpf_program__attach_uprobe(prog, false, (pid_t)pid, argv[2], (size_t)offset);
+	if (!link) {
+		err = fail("attaching", errno);
 		goto out;
 	}
 	printf("%s\n", LIVE_LINE);
@@ -214,7 +223,11 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	/* what is still in the buffer, consumed before the counts are read */
+	/* detached first (no event after this one counts), then what is
+	 * still in the buffer consumed, then the counts read */
+	if ((err = bpf_link__destroy(link)))
+		err = fail("detaching", err);
+	link = NULL;
 	if (rb && ring_buffer__consume(rb) < 0)
 		err = fail("draining the ring", errno);
 	if (pb && perf_buffer__consume(pb) < 0)
