@@ -41,14 +41,17 @@ def cell_rows(config, threads, per_call, it=1000):
 class Floor(unittest.TestCase):
     """bpftrace's and stapbpf's price above libbpf's count, by hand."""
 
-    def analysis(self, floor=(802.0, 805.0, 799.0)):
-        rows = (cell_rows("baseline", 1, [2.0, 2.1, 1.9])
+    def analysis(self):
+        return stats.analyse(self.rows(), {"stopping": {"rule": "fixed", "runs": 3}, "cpus": 2})
+
+    @staticmethod
+    def rows(floor=(802.0, 805.0, 799.0)):
+        return (cell_rows("baseline", 1, [2.0, 2.1, 1.9])
                 + cell_rows("libbpf-sdt-count", 1, floor)
                 + cell_rows("bpftrace-sdt-count", 1, [900.0, 910.0, 893.0])
                 + cell_rows("stap-mark-empty", 1, [1100.0, 1090.0, 1104.0])
                 + cell_rows("baseline", 2, [2.0, 2.1, 1.9])
                 + cell_rows("bpftrace-sdt-count", 2, [950.0, 960.0, 940.0]))
-        return stats.analyse(rows, {"stopping": {"rule": "fixed", "runs": 3}, "cpus": 2})
 
     def test_by_hand(self):
         got = {(f["tracer"], f["threads"]): f for f in self.analysis()["floor"]}
@@ -76,9 +79,23 @@ class Floor(unittest.TestCase):
         self.assertEqual(len(lines), 3, lines)
         self.assertRegex(lines[0], r"^Above the BPF floor, libbpf's own count \(libbpf-sdt-count: "
                                    r"800 \[\d{3}, \d{3}\] ns/event at 1 thread\):$")
-        self.assertRegex(lines[1], r"^- bpftrace: 99\.0 \[85\.\d, 113\] ns/event more \(paired, "
-                                   r"mean \[95% interval\]\)$")
+        self.assertRegex(lines[1], r"^- bpftrace: 99\.0 \[85\.\d, 113\] ns/event more \(paired t "
+                                   r"over 3 repetitions, mean \[95% interval\]\)$")
         self.assertRegex(lines[2], r"^- stap \(bpf runtime\): 296 \[27\d, 32\d\] ns/event more")
+
+    def test_a_guests_floor_in_instructions(self):
+        """A lab guest's folder (instructions): its own unit, never ns, and
+        no stap line where SystemTap ran its module (no BPF tracer)."""
+        rows = [dict(r, unit="instructions", runtime="module" if r["runtime"] else "")
+                for r in self.rows()]
+        a = stats.analyse(rows, {"stopping": {"rule": "fixed", "runs": 3}, "cpus": 2})
+        lines = [ln for ln in floor_lines(a) if ln]
+        self.assertEqual(len(lines), 2, lines)
+        self.assertIn("800 [", lines[0])
+        self.assertIn("instructions/event at 1 thread", lines[0])
+        self.assertTrue(lines[1].startswith("- bpftrace: 99.0 ["), lines[1])
+        self.assertIn("instructions/event more (Welch t", lines[1])
+        self.assertNotRegex(" ".join(lines), r" ns/event")
 
     def test_no_floor_where_an_event_was_missed(self):
         rows = (cell_rows("baseline", 1, [2.0, 2.1, 1.9])

@@ -50,10 +50,13 @@ def floor_lines(a):
         return []
     n = min(f["threads"] for f in got)
     here = [f for f in got if f["threads"] == n]
+    unit = here[0]["unit"]  # (one folder, one unit: ns on a host, instructions in a guest)
     return ["", f"Above the BPF floor, libbpf's own count ({configs.BPF_FLOOR}: "
-                f"{f_overhead(here[0]['floor'])} ns/event at {n} thread{'s' * (n != 1)}):", ""] + [
+                f"{f_overhead(here[0]['floor'])} {unit}/event at {n} thread{'s' * (n != 1)}):",
+            ""] + [
         f"- {f['tracer']}{' (' + f['runtime'] + ' runtime)' if f['runtime'] else ''}: "
-        f"{f_overhead(f['above'])} ns/event more (paired, mean [95% interval])" for f in here]
+        f"{f_overhead(f['above'])} {unit}/event more ({f['above']['method'].split(' (')[0]}, "
+        "mean [95% interval])" for f in here]
 
 
 def bodies_markdown(a):
