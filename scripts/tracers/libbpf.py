@@ -23,12 +23,14 @@ bodies.BODIES["libbpf"]) or its mode (the rows in configs.CONFIGS).
 """
 import os
 import re
+from dataclasses import dataclass
 
 import host
 from bodies import BUFFERED
 from elfinfo import Elf
 
-from .base import LIVE_LINE, Events, Tracer, TracerError
+from .attached import held_links
+from .base import LIVE_LINE, Events, RunState, Tracer, TracerError
 
 LOADER = os.path.join(host.ROOT, "build", "kit-libbpf")
 BTF = "/sys/kernel/btf/vmlinux"  # (the Makefile's BTF)
@@ -41,8 +43,17 @@ COUNTED_IN_BPF = "events its BPF program counted (a per-CPU map)"
 COUNTS = re.compile(r"^(\w+): (\d+)$", re.M)
 
 
+@dataclass
+class State(RunState):
+    """What one run of this back-end keeps between its verbs."""
+    # the attach path libbpf took, read from the loader's fds once live: a
+    # perf_event uprobe, or (libbpf 1.5+ on Linux 6.6+, USDT) a uprobe_multi link
+    links: str = ""
+
+
 class Libbpf(Tracer):
     name = "libbpf"
+    State = State
     attaches_running = True  # the loader, started beside the held target
     needs = {}  # (its build's: make's needs, clang, bpftool and libbpf-dev)
 
@@ -89,7 +100,12 @@ class Libbpf(Tracer):
         pid = -1 if not running or run.workload.by_path else run.target_pid
         cmd = [LOADER, self.program(run.cfg), run.build, self.probe(run), str(pid),
                str(run.group.id if run.group else 0)]
-        self.start_live(run, cmd, lambda live: live.printed(LIVE_LINE))
+        live = self.start_live(run, cmd, lambda live: live.printed(LIVE_LINE))
+        try:
+            held = held_links(live.proc.pid)
+        except OSError:  # (ended meanwhile: events() says so)
+            held = {}
+        run.state.links = ", ".join(f"{k} ({n})" for k, n in sorted(held.items()))
 
     def events(self, run):
         live = self.stop_live(run)
@@ -112,6 +128,7 @@ class Libbpf(Tracer):
         whom = ("every process mapping it" if run.cfg.attach != "running" or run.workload.by_path
                 else f"pid {run.target_pid}")
         note = f"libbpf, {prog} on {whom}" + (
+            f"; it held {run.state.links}" if run.state.links else "") + (
             f"; other cgroups' events counted apart (the workload's is {run.group.id})"
             if run.group else "")
         if prog == "sdt_arg":
