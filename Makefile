@@ -21,7 +21,7 @@ Q := @
 endif
 
 .DELETE_ON_ERROR:
-.PHONY: all list needs packages packages-here configs run report check test test-host test-guests test-userland clean help lab lab-shell atlas fleet lifecycle floor versus
+.PHONY: all list needs packages packages-here configs run report check test test-host test-guests test-userland clean help lab lab-shell atlas fleet lava lifecycle floor versus
 
 # The builds: src/builds.tsv, one row each (its header says the columns).
 # field(BUILD,N): column N of BUILD's row.
@@ -260,6 +260,11 @@ fleet:
 	$(foreach v,$(FLEET_VARS) $(RUN_VARS),$(call check_given,$(v)))
 	$(Q)$(PYTHON) scripts/fleet
 
+# The kit in LAVA (scripts/lava): a QUICK job run for real by lava-run on make
+# lab's sid guest; `python3 scripts/lava --help` for its other commands.
+lava:
+	$(Q)$(PYTHON) scripts/lava run
+
 # Attach, detach and the bystanders' tax (scripts/lifecycle), its variables
 # (`scripts/lifecycle --vars`) read from the environment as make run's are.
 LIFECYCLE_VARS = $(shell $(PYTHON) scripts/lifecycle --vars | cut -d= -f1)
@@ -309,6 +314,7 @@ help:
 	@echo "make lab-shell    a shell in the (first) guest, the kit at /kit"
 	@echo "make fleet        make run on every host of an Ansible inventory, folders fetched back; its variables (and make run's):"
 	@$(PYTHON) scripts/fleet --vars | sed 's/^/                    /'
+	@echo "make lava         a QUICK job run for real by LAVA's lava-run on make lab's sid guest (scripts/lava --help: its cases, job, validate)"
 	@echo "make lifecycle    attach and detach time against probes and processes, and what an untraced process pays; its variables:"
 	@$(PYTHON) scripts/lifecycle --vars | sed 's/^/                    /'
 	@echo "make test         the test suite, every tier, installing what it needs first (TESTS=name to pick some; NO_INSTALL=1)"

@@ -1,6 +1,6 @@
 """predict.py: does the loop predict your program?  For each traced row of a
-real program (configs.real), its tracer's twin in the tight loop
-(configs.LOOP_TWIN) at the same thread count in the same analysis: the
+real program (kin.real), its tracer's twin in the tight loop
+(kin.LOOP_TWIN) at the same thread count in the same analysis: the
 cost a call it predicts (the events a call by the tracer's own count x the
 twin's overhead per event, x the threads where they take turns), the cost
 a call measured, their ratio measured / predicted with a 95% interval made
@@ -20,6 +20,7 @@ import math
 import re
 
 import configs
+import kin
 import workloads
 from kernel import NEVER_FIRES
 from record import LOSSLESS, NS
@@ -88,15 +89,15 @@ FAILED_COUNTS = ("MISMATCH", "DROPPED", "CORRUPTED", NEVER_FIRES)
 
 def predictions(a, loop=None):
     """Per traced cell of a real program in analysis A whose tracer has a
-    twin (configs.LOOP_TWIN), in A's order: {config, threads, program,
+    twin (kin.LOOP_TWIN), in A's order: {config, threads, program,
     twin, events (a call, by the tracer's count), turns (the threads'
     factor: THREADS where they take turns, else 1), check, twin_ns and
     predicted_ns and measured_ns (each (mean, lo, hi)), ratio, lo, hi,
     verdict, why_not (where no ratio: why), causes}.  LOOP: the analysis
     the twins are read from (A's own by default).  [] where A is not in
     ns (a lab guest's instructions are never set beside a host's ns)."""
-    cells = [c for c in a["cells"] if configs.real(c["config"]) and c["n_runs"]
-             and not configs.is_baseline(c["config"]) and c["tracer"] in configs.LOOP_TWIN
+    cells = [c for c in a["cells"] if kin.real(c["config"]) and c["n_runs"]
+             and not kin.is_baseline(c["config"]) and c["tracer"] in kin.LOOP_TWIN
              and configs.BY_NAME[c["config"]].mode != configs.SCRIPT_MODE]  # (their own)
     if any(c.get("unit", NS) != NS for c in cells):
         return []
@@ -105,7 +106,7 @@ def predictions(a, loop=None):
     for c in cells:
         cfg = configs.BY_NAME[c["config"]]
         w, t = workloads.get(cfg.workload), c["threads"]
-        twin = configs.LOOP_TWIN[c["tracer"]]
+        twin = kin.LOOP_TWIN[c["tracer"]]
         # Threads that take turns (w.serial) never share a CPU: the loop's
         # price at 1 thread, x THREADS below.  The loop at THREADS above the
         # CPUs is time-sliced already; multiplied again, the slicing would
@@ -214,7 +215,7 @@ def causes(c, w, cells):
     raised = sorted({m for n in notes for s in RAISED.findall(n)
                      for m in re.findall(r"([\w.]+)'s semaphore", s)})
     quiet = next((x for x in cells if x["threads"] == t and x.get("overhead")
-                  and configs.against(x["config"]) == configs.against(c["config"])
+                  and kin.against(x["config"]) == kin.against(c["config"])
                   and x["tracer"] in ("none", "") and x is not c
                   and getattr(configs.BY_NAME.get(x["config"]), "semaphores", ())), None)
     marker = configs.BY_NAME[c["config"]].marker
@@ -243,3 +244,23 @@ MOVES = {"semaphore": (DEARER,), "turns": GAPS, "bystanders": (CHEAPER,)}
 def explains(p):
     """P's causes that can explain its gap, dearer or cheaper than the loop."""
     return [x for x in p["causes"] if p["verdict"] in MOVES[x[0]]]
+
+
+def per_event(x, w):
+    """A real program's cell's overhead per event: per call (a Python call,
+    a pgbench transaction) over the events a call fired, by the tracer's
+    own count (the program's, where it keeps one, is the same: quotable);
+    and where its threads take turns (workload W's `serial`: the GIL, one
+    CPU), a thread's wall time a call holds every thread's calls, so over
+    the threads too.  A count that holds other processes' hits (a tracer
+    that cannot tell them apart) is priced on the workload's own, its
+    witness's.  Where nothing counted its events the figure is a call's,
+    and "per" says so: "call" (else "event")."""
+    o, seen = x["overhead"], workload_events(x.get("check"))
+    if seen == 0:  # never fired: no event to price (zero is a finding)
+        return {**o, "mean_ns": None, "lo_ns": None, "hi_ns": None, "per": "event"}
+    k = seen / x["calls"] if seen and x.get("calls") else 1.0
+    k *= x["threads"] if w.serial else 1
+    return {**o, **{f: (o[f] / k if o[f] is not None else None)
+                    for f in ("mean_ns", "lo_ns", "hi_ns")},
+            "per": "event" if seen and x.get("calls") else "call"}

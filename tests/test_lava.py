@@ -15,9 +15,10 @@ import unittest
 from kit_test import EXPECTED, ROOT, SCRIPTS, descendants, need_root, run, unavailable
 import configs
 import lava as kit_lava
+from lava.cases import cases as lava_cases
 import record
 
-LAVA_PY = os.path.join(SCRIPTS, "lava.py")
+LAVA_PY = os.path.join(SCRIPTS, "lava")  # the wing, run as `python3 scripts/lava`
 PAIRING = os.path.join(ROOT, "tests", "fixtures", "report", "pairing")
 DEB_PYTHON = "/usr/bin/python3"  # Debian's, where lava-common's modules are
 LAVA_TMP = "/var/lib/lava/dispatcher/tmp"  # lava-run's scratch
@@ -90,7 +91,7 @@ class Cases(unittest.TestCase):
                                   status="agreed", thread_wall_ns=m, events_seen=5000,
                                   events_expected=5000))
             folder.close()
-            got = {name: (value, unit) for name, _, value, unit in kit_lava.cases(folder.dir)}
+            got = {name: (value, unit) for name, _, value, unit in lava_cases(folder.dir)}
         self.assertEqual(got["user-script-bpftrace-t1"], (515.0, "ns/call"))
         self.assertEqual(got["user-perf-t1"], (103.0, "ns"))
 

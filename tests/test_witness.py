@@ -210,11 +210,12 @@ class NeverFires(unittest.TestCase):
         self.assertEqual(got[2][0], "mismatch")
 
     def test_no_price_per_event(self):
+        import predict
         from render import summary
         o = {"mean_ns": -2557377.0, "lo_ns": None, "hi_ns": None, "pct": -3.2}
         x = {"overhead": o, "check": {"seen": 0, "verdict": "NEVER FIRES"}, "calls": 1000,
              "threads": 1}
-        got = summary.per_event(x, witness.workloads.get("user"))
+        got = predict.per_event(x, witness.workloads.get("user"))
         self.assertIsNone(got["mean_ns"])
         self.assertEqual(summary.f_overhead(got), "-")
 
@@ -297,6 +298,7 @@ class OtherProcesses(unittest.TestCase):
         rows[2]["events_seen"] = "1999"
         self.assertEqual(witness.judge(rows)[2][0], "mismatch")
         # priced on the workload's own, not on the 4,800
+        import predict
         from render import summary
         from stats.analysis import event_check
         st, why, expected = got[2]
@@ -305,7 +307,7 @@ class OtherProcesses(unittest.TestCase):
         self.assertEqual((check["seen"], check.get("workload")), (4800, 2000))
         o = {"mean_ns": 4800.0, "lo_ns": 2400.0, "hi_ns": 7200.0}
         x = {"overhead": o, "check": check, "calls": 2, "threads": 1}
-        self.assertEqual(summary.per_event(x, witness.workloads.get("user"))["mean_ns"], 4.8)
+        self.assertEqual(predict.per_event(x, witness.workloads.get("user"))["mean_ns"], 4.8)
         # run by run: an agreed run (expected = seen) beside an unwitnessed
         # one (no expected) is not taken for one that held others'
         a = dict(rows[0], status="agreed", events_expected="2000")

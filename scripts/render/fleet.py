@@ -14,6 +14,7 @@ import os
 import sys
 
 import configs
+import kin
 import workloads
 import record
 from record import BadInput, DEFAULT_UNIT, load
@@ -21,7 +22,7 @@ from record.fleet import FLEET_JSON, KIND
 from render.formats import f_overhead, f_x, table
 from render.layout import save
 from render import summary as answers
-from render.summary import per_event
+from predict import per_event
 from stats import analyse
 
 
@@ -91,7 +92,7 @@ def summary(folder, reference=None):
     unit = {n: m.get("unit") or DEFAULT_UNIT for n, _, m in ran}
     keys = []
     for n, a, _ in ran:
-        keys += [k for k in by[n] if k not in keys and not configs.is_baseline(k[0])]
+        keys += [k for k in by[n] if k not in keys and not kin.is_baseline(k[0])]
     rank = {c.name: i for i, c in enumerate(configs.CONFIGS)}
     keys.sort(key=lambda k: (rank.get(k[0], len(rank)), k[1]))
     table_rows = []

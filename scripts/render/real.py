@@ -11,11 +11,12 @@ Nothing to run: `from render import real`.
 """
 import configs
 import kernel
+import kin
 import predict
 import workloads
-from configs import real
+from kin import real
 from render.formats import f_interval, f_ns, f_overhead, f_slower, table
-from render.summary import band, loop_ratio, loop_verdict, per_event
+from render.summary import band, loop_ratio, loop_verdict
 
 
 def real_markdown(a):
@@ -37,10 +38,10 @@ def real_markdown(a):
     for fam in dict.fromkeys(configs.BY_NAME[c["config"]].workload for c in cells):
         w = workloads.get(fam)
         base = {c["threads"]: c for c in cells if configs.BY_NAME[c["config"]].workload == fam
-                and configs.is_baseline(c["config"])}
+                and kin.is_baseline(c["config"])}
         rows = []
         for c in cells:
-            if configs.BY_NAME[c["config"]].workload != fam or configs.is_baseline(c["config"]):
+            if configs.BY_NAME[c["config"]].workload != fam or kin.is_baseline(c["config"]):
                 continue
             b, o = base.get(c["threads"]), c.get("overhead")
             seen = (c.get("check") or {}).get("seen")
@@ -49,7 +50,7 @@ def real_markdown(a):
                     else None)
             rows.append([c["config"], str(c["threads"]),
                          f_ns(b["mean_ns"]) if b else "-", f_slower(o),
-                         f_overhead(per_event(c, w)) if o and k else "-",
+                         f_overhead(predict.per_event(c, w)) if o and k else "-",
                          f_ns(k) if k is not None else "-",
                          f"{rate:,.0f}" if rate else "-",
                          (c.get("check") or {}).get("verdict", "-")])
@@ -99,7 +100,7 @@ def loop_markdown(a):
         return []
     lines = ["", "## Does the loop predict your program?", "",
              "Each traced row beside its tracer's twin in the tight loop, the same kind of probe "
-             "on the kit's SDT marker at its 1-byte nop (`configs.LOOP_TWIN`), at the same "
+             "on the kit's SDT marker at its 1-byte nop (`kin.LOOP_TWIN`), at the same "
              "thread count in this folder, or at 1 thread where the program's threads take "
              "turns ([docs/real-programs.md](../../docs/real-programs.md"
              "#does-the-loop-predict-your-program)).  Predicted: the events a call by the "

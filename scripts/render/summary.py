@@ -12,11 +12,13 @@ import textwrap
 
 import configs
 import kernel
+import kin
 from tracers import marker_orders
 import predict
 import workloads
 import silence
-from configs import BASELINE, real
+from configs import BASELINE
+from kin import real
 from record import LOSSLESS, OTHERS, STATUSES
 from render.formats import (f_interval, f_ns, f_overhead, f_rate, f_slower, f_x, failure_groups,
                             normalise, reading, table, where)
@@ -65,26 +67,6 @@ def unsafe_sites(a):
     plain twin)."""
     return {kernel.site_name(s["build"]) for s in a.get("sites", [])
             if s["verdict"] in kernel.BAD}
-
-
-def per_event(x, w):
-    """A real program's cell's overhead per event: per call (a Python call,
-    a pgbench transaction) over the events a call fired, by the tracer's
-    own count (the program's, where it keeps one, is the same: quotable);
-    and where its threads take turns (workload W's `serial`: the GIL, one
-    CPU), a thread's wall time a call holds every thread's calls, so over
-    the threads too.  A count that holds other processes' hits (a tracer
-    that cannot tell them apart) is priced on the workload's own, its
-    witness's.  Where nothing counted its events the figure is a call's,
-    and "per" says so: "call" (else "event")."""
-    o, seen = x["overhead"], predict.workload_events(x.get("check"))
-    if seen == 0:  # never fired: no event to price (zero is a finding)
-        return {**o, "mean_ns": None, "lo_ns": None, "hi_ns": None, "per": "event"}
-    k = seen / x["calls"] if seen and x.get("calls") else 1.0
-    k *= x["threads"] if w.serial else 1
-    return {**o, **{f: (o[f] / k if o[f] is not None else None)
-                    for f in ("mean_ns", "lo_ns", "hi_ns")},
-            "per": "event" if seen and x.get("calls") else "call"}
 
 
 def f_ratio(v):
@@ -154,12 +136,12 @@ def real_lines(a):
     top = max([c["threads"] for c in a["cells"] if real(c["config"])] or [1])
     for c in a["cells"]:
         base = configs.BY_NAME.get(c["config"])
-        if not real(c["config"]) or not configs.is_baseline(c["config"]) or not c["n_runs"] \
+        if not real(c["config"]) or not kin.is_baseline(c["config"]) or not c["n_runs"] \
                 or c["threads"] not in (1, top):  # the terminal's lines: 1 thread and the most
             continue
         w = workloads.get(base.workload)
         mine = [x for x in a["cells"] if x["threads"] == c["threads"] and x is not c
-                and configs.against(x["config"]) == c["config"]]
+                and kin.against(x["config"]) == c["config"]]
         quiet = [x for x in mine if x["tracer"] in ("none", "") and x.get("overhead")]
         traced = [x for x in mine if x["tracer"] not in ("none", "")  # (a script: its own lines)
                   and configs.BY_NAME[x["config"]].mode != configs.SCRIPT_MODE]
@@ -173,7 +155,7 @@ def real_lines(a):
                         (("tracer", ok[0]),) if ok else ()):
             p = verdicts.get(x["config"])
             parts.append(f"{what}, {x['config']}: ".lstrip(", ") + f"{f_slower(x['overhead'])}; "
-                         f"{f_overhead(per_event(x, w))} ns/event"
+                         f"{f_overhead(predict.per_event(x, w))} ns/event"
                          + (f"; vs loop {loop_ratio(p)} {p['verdict']}"
                             if user and p and p["verdict"] else
                             f"; vs loop: {p['why_not']}" if user and p else "") + others(x))
