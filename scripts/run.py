@@ -14,19 +14,19 @@ LTTng-UST run without it).  Input is checked before anything is installed, built
 Human progress goes to stderr; the machine record is runs.csv.
 """
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import configs  # noqa: E402
+import door  # noqa: E402
 import params  # noqa: E402
 import tracers  # noqa: E402
 import host  # noqa: E402
 import kitlock  # noqa: E402
 import leftovers  # noqa: E402
 import trusted  # noqa: E402
+from configs import CONFIGS  # noqa: E402
 from host import Interrupted, say  # noqa: E402
 from measure import dormant, matrix  # noqa: E402
 from measure.kit import Kit  # noqa: E402
@@ -37,13 +37,24 @@ def parse_args(argv):
     return params.parse_args(argv, tracers.own_params() + dormant.PARAMS)
 
 
+def table():
+    """The configurations' table as --list prints it (make configs): a
+    line a row, in the table's order, each saying whether the default run
+    has it."""
+    w, wb = max(len(c.name) for c in CONFIGS), max(len(c.build) for c in CONFIGS)
+    rows = [f"{'name':<{w}}  {'build':<{wb}}  {'tracer':<8}  description"]
+    for c in CONFIGS:
+        rows.append(f"{c.name:<{w}}  {c.build:<{wb}}  {c.tracer:<8}  {c.description}"
+                    + ("" if c.default else " (not in the default run: CONFIGS names it)"))
+    return "\n".join(rows)
+
+
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.list:
-        print(configs.table())
+    args = door.inputs(parse_args, argv)
+    if args is None:
         return 0
-    if args.vars:
-        print("\n".join(params.defaults(args.params)))
+    if args.list:
+        print(table())
         return 0
     if not trusted.checked("run"):  # (before make is asked anything: the packages it needs)
         return 1
@@ -77,8 +88,8 @@ def main(argv=None):
                     kit.close()
                 except OSError as e:  # meta.json on a full disk: runs.csv is whole
                     say(f"run: meta.json not written ({e.strerror})")
-    if not args.no_report and os.path.exists(os.path.join(HERE, "report.py")):
-        subprocess.run([sys.executable, os.path.join(HERE, "report.py"), kit.folder.dir])
+    if not args.no_report and os.path.exists(door.REPORT):
+        door.report(kit.folder.dir)
     return 0
 
 
@@ -92,7 +103,7 @@ def against(args):
             say(f"\nrun: interrupted by {e}; the rounds so far are kept")
             return 130
     if status == 0 and not args.no_report:
-        subprocess.run([sys.executable, os.path.join(HERE, "report.py"), args.folder])
+        door.report(args.folder)
     return status
 
 

@@ -31,19 +31,16 @@ each probe site per kernel, and each guest's kernel facts.  Needs what
 make lab needs (root, mmdebstrap, qemu, the host's Debian mirror).
 """
 import os
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # scripts/
 sys.path[0] = HERE  # (run as `python3 scripts/atlas`, the path began at the wing)
 
+import door  # noqa: E402
 import host  # noqa: E402
-import kitlock  # noqa: E402
-import params  # noqa: E402
-import trusted  # noqa: E402
 from lab.common import LAB_THREADS, LabError  # noqa: E402
-from lab.suite import folder_name, need_host_tools, the_kernels_there  # noqa: E402
+from lab.suite import folder_name, host_ready, refused  # noqa: E402
 from record.where import WHERE_CSV  # noqa: E402
 from host import ROOT, say  # noqa: E402
 from record.atlas import HOST_FOLDER  # noqa: E402
@@ -51,13 +48,10 @@ from atlas.folders import atlas_file, has_runs, where_dir, write_atlas_file  # n
 from atlas.inputs import PARAMS, parse_args  # noqa: E402
 from atlas.kits import measure_host, measure_kernel  # noqa: E402
 
-REPORT = os.path.join(HERE, "report.py")
-
 
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv, __doc__)
-    if args.vars:
-        print("\n".join(params.defaults(PARAMS)))
+    args = door.inputs(parse_args, argv, __doc__, PARAMS)
+    if args is None:
         return 0
     had = atlas_file(args.atlas_dir)
     add, wanted = args.atlas_kernels
@@ -69,16 +63,9 @@ def main(argv=None):
         return 2
     names = [args.atlas_tools if k == args.atlas_tools else f"{args.atlas_tools}:{k}"
              for k in wanted]
-    try:  # a kernel the mirror does not have: refused before anything is built
-        why = the_kernels_there(names)
-    except LabError as e:
-        why = str(e)
-    if why:
-        say(f"atlas: ATLAS_KERNELS '{','.join(wanted)}' is not allowed: {why}")
-        return 2
-    if os.geteuid() != 0:
-        say("atlas: needs root (make lab: mmdebstrap, chroot, module loading in the guest)")
-        return 2
+    no = refused("atlas", "ATLAS_KERNELS", ",".join(wanted), names)
+    if no:
+        return no
     todo = [n for n in names
             if args.atlas_fresh or not has_runs(os.path.join(args.atlas_dir, folder_name(n)))]
     todo_where = [n for n in names if args.atlas_where and (
@@ -87,7 +74,10 @@ def main(argv=None):
     want_host = args.atlas_host and (args.atlas_fresh or not has_runs(host_dir))
     with host.stoppable():
         try:
-            kitlock.lock("atlas", args.lock_wait_s)  # the lab and the runner below go on under it
+            # the lock (the labs and the runner below go on under it), the labs'
+            # builds and tools once, before two labs at once would each make them
+            if not host_ready("atlas", args):
+                return 1
             os.makedirs(args.results, exist_ok=True)
             write_atlas_file(args.atlas_dir, {"tools": args.atlas_tools, "kernels": wanted,
                                               "threads": list(LAB_THREADS)})
@@ -96,10 +86,6 @@ def main(argv=None):
                 + ("; and the host" if want_host else "")
                 + (f"; where the instructions go: {', '.join(todo_where)}" if todo_where else ""))
             base = {"NO_INSTALL": "1" if args.no_install else "0"}
-            # the labs' builds and tools once, before two labs at once would each
-            need_host_tools(args.no_install)  # make them (and apt-get's lock)
-            if not trusted.make_all("atlas"):
-                return 1
             # the host first: its ns want a quiet machine, before hours of guests
             ok = [measure_host(args, base, host_dir)] if want_host else []
             for n in [n for n in names if n in todo or n in todo_where]:
@@ -112,7 +98,7 @@ def main(argv=None):
             say("atlas: interrupted; what was measured stays in results/ "
                 f"and the kernels already taken in {args.atlas_dir}")
             return 130
-    rc = subprocess.run([sys.executable, REPORT, args.atlas_dir]).returncode  # (its plot:
+    rc = door.report(args.atlas_dir).returncode  # (its plot:
     # report.py runs itself again under a python3 with matplotlib where this one has none)
     say(f"atlas: {os.path.relpath(args.atlas_dir, ROOT)}/README.md, from its folders "
         f"({time.strftime('%H:%M:%S')})")

@@ -36,8 +36,7 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # scripts/
 sys.path[0] = HERE  # (run as `python3 scripts/fleet`, the path began at the wing)
 
 import debpkgs  # noqa: E402
-import host  # noqa: E402
-import params  # noqa: E402
+import door  # noqa: E402
 from host import say  # noqa: E402
 from fleet import playbook  # noqa: E402
 from fleet.hosts import (CALLBACK, CALLBACK_PACKAGE, NEEDS, check_hosts, connections,  # noqa: E402
@@ -62,9 +61,8 @@ def ansible_here(no_install):
 
 
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv, __doc__)
-    if args.vars:
-        print("\n".join(params.defaults(PARAMS)))
+    args = door.inputs(parse_args, argv, __doc__, PARAMS)
+    if args is None:
         return 0
     words = knobs()  # the runner's variables, checked before anything is sent
     try:

@@ -38,46 +38,33 @@ import time
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # scripts/
 sys.path[0] = HERE  # (run as `python3 scripts/lab`, the path began at the wing)
 
+import door  # noqa: E402
 import host  # noqa: E402
-import kitlock  # noqa: E402
-import params  # noqa: E402
 import record  # noqa: E402
-import trusted  # noqa: E402
 from record import lab as lab_format  # noqa: E402
 from host import ROOT, say  # noqa: E402
-from lab.common import LAB_DIR, LAB_TOP, WHERE_TOP, LabError  # noqa: E402
+from lab.common import LAB_DIR, LAB_TOP, WHERE_TOP  # noqa: E402
 from lab.inputs import PARAMS, parse_args  # noqa: E402
 from lab.steps import run_suite  # noqa: E402
 from record.where import WHERE_CSV  # noqa: E402
-from lab.suite import need_host_tools, the_kernels_there  # noqa: E402
-
-REPORT = os.path.join(HERE, "report.py")
+from lab.suite import host_ready, refused  # noqa: E402
 
 
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv, __doc__)
-    if args.vars:
-        print("\n".join(params.defaults(PARAMS)))
+    args = door.inputs(parse_args, argv, __doc__, PARAMS)
+    if args is None:
         return 0
-    try:  # a kernel the mirror does not have: refused before anything is built
-        why = the_kernels_there(args.lab)
-    except LabError as e:
-        why = str(e)
-    if why:
-        say(f"lab: LAB '{','.join(args.lab)}' is not allowed: {why}")
-        return 2
-    if os.geteuid() != 0:
-        say("lab: needs root (mmdebstrap, chroot, module loading in the guest)")
-        return 2
+    no = refused("lab", "LAB", ",".join(args.lab), args.lab)
+    if no:
+        return no
     # SIGINT, SIGTERM and SIGHUP alike (host.STOPS): host.Interrupted is a
     # KeyboardInterrupt, so every Ctrl-C path below takes it; only the
     # first stops the lab, and a deferred step (apt-get) ends first.
     folders, top = [], None
     with host.stoppable():
         try:
-            kitlock.lock("lab", args.lock_wait_s)  # one kit at a time (make atlas's two labs of a kernel: under its lock)
-            need_host_tools(args.no_install)
-            if not trusted.make_all("lab"):
+            # one kit at a time (make atlas's two labs of a kernel: under its lock)
+            if not host_ready("lab", args):
                 return 1
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
             end = WHERE_TOP if args.where else LAB_TOP
@@ -100,10 +87,10 @@ def main(argv=None):
     # The report writes and prints the top folder's summary.md (it draws no
     # plots there, so it is not re-run under another interpreter: its
     # REEXEC), then each suite's report.md.
-    subprocess.run([sys.executable, REPORT, top], env=dict(os.environ, KIT_REPORT_REEXEC="1"))
+    door.report(top, env=dict(os.environ, KIT_REPORT_REEXEC="1"))
     say(f"lab: results in {os.path.relpath(top, ROOT)}/ (one folder per suite, summary.md)")
     for d in folders:
-        subprocess.run([sys.executable, REPORT, d], stdout=subprocess.DEVNULL)
+        door.report(d, stdout=subprocess.DEVNULL)
     if args.where and not all(os.path.exists(os.path.join(d, WHERE_CSV)) for d in folders):
         return 1  # its reason is in the folder's meta.json "lab" "where", said above
     return 0

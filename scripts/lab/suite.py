@@ -20,13 +20,16 @@ import urllib.error
 import urllib.request
 
 import configs
+import kin
 import record
 import workloads
 from bodies import BODY_BUILD
 import debpkgs
 import host
+import kitlock
 import leftovers
 import mountinfo
+import trusted
 from host import ROOT, say
 from tracers import BACKENDS
 from .common import (GUEST_KIT, LAB_DIR, LAB_THREADS, PREFLIGHT, TIMINGS, WHERE_THREADS,
@@ -75,7 +78,7 @@ def clear(path):
 
 def put_kit(rootfs, suite_dir, timings=None):
     """The repository, with its builds, at /kit in the root file system
-    ROOTFS (make lab's guests; scripts/lava.py's image), with TIMINGS (the
+    ROOTFS (make lab's guests; scripts/lava's image), with TIMINGS (the
     files sizing the guest's runs; default: SUITE_DIR's own)."""
     dst = os.path.join(rootfs, GUEST_KIT.lstrip("/"))
     shutil.rmtree(dst, ignore_errors=True)
@@ -133,6 +136,32 @@ def need_host_tools(no_install):
     if missing:
         raise LabError(f"missing Debian packages: {' '.join(missing)}"
                        + (" (NO_INSTALL=1)" if no_install else ""))
+
+
+def refused(who, variable, shown, names):
+    """2, said, where WHO (make lab, make atlas) cannot start: a kernel of
+    NAMES the mirror does not have (VARIABLE 'SHOWN' not allowed, before
+    anything is built), or no root; else None."""
+    try:
+        why = the_kernels_there(names)
+    except LabError as e:
+        why = str(e)
+    if why:
+        say(f"{who}: {variable} '{shown}' is not allowed: {why}")
+        return 2
+    if os.geteuid() != 0:
+        say(f"{who}: needs root (make lab: mmdebstrap, chroot, module loading in the guest)")
+        return 2
+    return None
+
+
+def host_ready(who, args):
+    """The kit's lock taken for WHO (held until it exits), the lab's tools
+    and builds made once, before a guest would each make them; False where
+    a build another user could have put there was refused (trusted.py)."""
+    kitlock.lock(who, args.lock_wait_s)
+    need_host_tools(args.no_install)
+    return trusted.make_all(who)
 
 
 def split(name):
@@ -244,7 +273,7 @@ class Suite:
         if self.args.lab_configs:  # WHERE=1: with their baselines, its windows' yardstick
             got = [c for c in self.args.lab_configs if here(c)]
             if self.args.where:
-                base = {configs.against(c.name) for c in got}
+                base = {kin.against(c.name) for c in got}
                 got = [c for c in configs.CONFIGS if c in got or c.name in base]
             return got
         if self.args.where:

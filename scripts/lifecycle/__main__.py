@@ -39,15 +39,14 @@ Needs root, tracefs, and the tracers (installed as make run does unless
 NO_INSTALL=1; one that is missing is skipped, saying why).
 """
 import os
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # scripts/
 sys.path[0] = HERE  # (run as `python3 scripts/lifecycle`, the path began at the wing)
 
+import door  # noqa: E402
 import host  # noqa: E402
-import params  # noqa: E402
 from lifecycle.bystanders import bystanders  # noqa: E402
 from lifecycle.cells import lifecycle_cells, run_cell  # noqa: E402
 from lifecycle.inputs import BYSTANDER_ONLY, PARAMS, available, parse_args, prepare  # noqa: E402
@@ -57,9 +56,8 @@ from tracers import ATTACHED, tracefs  # noqa: E402
 
 
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv, __doc__.split("\n\n")[0])
-    if args.vars:
-        print("\n".join(params.defaults(PARAMS)))
+    args = door.inputs(parse_args, argv, __doc__.split("\n\n")[0], PARAMS)
+    if args is None:
         return 0
     if os.geteuid() != 0:
         print("lifecycle: needs root (it defines uprobes and reads other processes' memory)",
@@ -116,7 +114,7 @@ def main(argv=None):
                 tracefs.MOUNTS.release()
     say(f"lifecycle: results in {os.path.relpath(kit.dir, ROOT)}")
     if not args.no_report:
-        subprocess.run([sys.executable, os.path.join(HERE, "report.py"), kit.dir])
+        door.report(kit.dir)
     return 0
 
 
