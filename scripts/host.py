@@ -1,21 +1,23 @@
 """host.py: the ground floor every wing stands on, importing nothing of
-the kit: where the checkout is (ROOT, BUILD), a line for the human (say),
-the one command runner every other runner wraps (run), the one atomic
-JSON writer (write_json), /proc process helpers, and preparing this
-machine: `make all`, and whether an interpreter has matplotlib.
+the kit but procs.py (the processes under /proc): where the checkout is
+(ROOT, BUILD), a line for the human (say), the one command runner every
+other runner wraps (run) and its stop of a tree, the one atomic JSON
+writer (write_json), and preparing this machine: `make all`, and whether
+an interpreter has matplotlib.
 
 Nothing to run: `import host`.
 """
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+from procs import below, kill_group, proc_stat
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # build/'s root file systems (make lab's guests', the trixie userland's of
@@ -322,47 +324,6 @@ def wait_for(done, seconds):
     return True
 
 
-def proc_stat(pid):
-    """(comm, fields after comm) of /proc/PID/stat, or None if it is gone.
-    fields[0] is the state, [1] ppid, [2] pgrp, [3] session, [11] utime,
-    [12] stime (clock ticks)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    return stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-
-
-def pids():
-    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
-
-
-def live(comm=None):
-    """[(pid, fields)] of the live processes (zombies excluded), only
-    those named COMM if given; fields as proc_stat gives them."""
-    out = []
-    for pid in pids():
-        st = proc_stat(pid)
-        if st and st[1][0] != "Z" and comm in (None, st[0]):
-            out.append((pid, st[1]))
-    return out
-
-
-def below(root):
-    """The live pids below process ROOT (its children, theirs, ...), by
-    their parent links, whatever their session."""
-    kids = {}
-    for pid, fields in live():
-        kids.setdefault(int(fields[1]), []).append(pid)
-    out, todo = [], [root]
-    while todo:
-        for c in kids.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
 def stop_tree(p, grace=STOP_GRACE_S):
     """SIGTERM to P's process group (P a Popen started in a session of its
     own), then a wait until P and every process that was below it are gone
@@ -374,7 +335,11 @@ def stop_tree(p, grace=STOP_GRACE_S):
     def start_time(pid):
         st = proc_stat(pid)
         return st[1][19] if st and st[1][0] != "Z" else None
-    tree = {pid: start_time(pid) for pid in below(p.pid)}
+
+    def in_group(pid):
+        st = proc_stat(pid)
+        return st and int(st[1][2]) == p.pid
+    started = {pid: start_time(pid) for pid in below(p.pid)}
     try:
         os.killpg(p.pid, signal.SIGTERM)
     except ProcessLookupError:
@@ -383,39 +348,11 @@ def stop_tree(p, grace=STOP_GRACE_S):
     def gone():
         p.poll()
         return p.returncode is not None and not any(
-            start_time(x) == t for x, t in tree.items() if t is not None)
+            start_time(x) == t for x, t in started.items() if t is not None)
     if not wait_for(gone, grace):
-        for pid, t in tree.items():
-            st = proc_stat(pid)
-            if t is not None and start_time(pid) == t and st and int(st[1][2]) == p.pid:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        kill_group(p, [pid for pid, t in started.items()
+                       if t is not None and start_time(pid) == t and in_group(pid)])
     p.wait()
-
-
-def kill_all(which, seconds=10):
-    """SIGKILL to every live process WHICH(pid, fields) picks (by what the
-    kit knows of it: its session, its working directory; never its name),
-    again until none is left or SECONDS pass; the pids killed."""
-    killed, end = [], time.monotonic() + seconds
-    while time.monotonic() < end:
-        left = [pid for pid, fields in live() if which(pid, fields)]
-        if not left:
-            break
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.05)
-    return list(dict.fromkeys(killed))
 
 
 # -- preparing the machine -----------------------------------------------------

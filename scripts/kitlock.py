@@ -29,7 +29,8 @@ import pwd
 import stat
 import time
 
-from host import proc_stat, say
+from host import say
+from procs import proc_stat, uid_of
 
 LOCK = os.environ.get("KIT_LOCK") or "/run/usdt-tracing-kit.lock"
 LOCK_WAIT_S = 4 * 3600  # LOCK_WAIT_S's default (params.py): longer than any make lab here
@@ -93,13 +94,6 @@ def has_open(pid, st):
         except OSError:
             pass
     return False
-
-
-def uid_of(pid):
-    try:
-        return os.stat(f"/proc/{pid}").st_uid
-    except OSError:
-        return None
 
 
 def who(pid):

@@ -22,10 +22,11 @@ Nothing to run: measure/kit.py calls why() once per command and TARGET.
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
+
+import procs
 
 LOOK_S = 0.0005  # between two looks at the command's processes
 LIMIT_S = 60  # the runs at most, in all; then the one running is killed
@@ -46,21 +47,6 @@ def why(target, command, cwd, env=None):
         except OSError as e:  # TARGET gone meanwhile, /proc unreadable: said, never raised
             _SAID[key] = f"{HEAD}: it could not look ({e.filename or ''}: {e.strerror})"
     return _SAID[key]
-
-
-def tree(root):
-    """ROOT and the pids below it, by the kernel's children lists."""
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        try:
-            for t in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{t}/children") as f:
-                    todo += [int(k) for k in f.read().split()]
-        except OSError:  # gone meanwhile
-            pass
-    return out
 
 
 def maps_files(pid):
@@ -160,7 +146,7 @@ def loaded(ld, mine, real, base, looks, mapped, others):
 def look(p, me, mine, real, base, looks, mapped, others):
     """One look at the maps of P's processes (not a copy of this process
     before its exec: ME, its command line); LOOKS: {pid: (looks, name)}."""
-    for pid in tree(p.pid):
+    for pid in procs.tree(p.pid):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 if f.read() == me:
@@ -184,15 +170,7 @@ def stop(p):
     reaped until then: its pid, and so its group's id, cannot be another
     process's meanwhile.  What it left in its group (`sh -c 'x &'`) goes
     with it, and a child that made a group of its own; nothing else."""
-    for pid in [q for q in tree(p.pid) if q != p.pid]:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except OSError:
-        pass
+    procs.kill_group(p, [q for q in procs.tree(p.pid) if q != p.pid])
     p.wait()
 
 
