@@ -31,7 +31,7 @@ Nothing to run: stats/ and render/sites.py use expected() and check().
 
 import re
 
-import configs
+import builds
 
 # The kernel facts that change a tracer's figures, read from a kernel's own
 # config (make lab: each guest's /boot/config-REL): (label, how it is read).
@@ -113,11 +113,11 @@ def site_of(build):
     """The site of BUILD's marker, named by the build EXPECT knows with the
     same site bytes (src/builds.tsv): sdt-guarded's is sdt's 1-byte nop,
     sdt-nop5-canary's is sdt-nop5's."""
-    builds = configs.builds()
-    b = builds.get(build)
+    table = builds.builds()
+    b = table.get(build)
     if b is None or b.kind != "sdt":
         return None
-    return next((k for k in EXPECT if k in builds and builds[k].site == b.site), None)
+    return next((k for k in EXPECT if k in table and table[k].site == b.site), None)
 
 
 def site_name(build):

@@ -26,7 +26,7 @@ import json
 import os
 import stat
 
-from host import proc_stat
+from procs import proc_stat
 
 STATE = os.environ.get("KIT_STATE") or "/run/usdt-tracing-kit.d"
 _mine = {}  # this process's record, once registered

@@ -47,7 +47,7 @@ import tempfile
 import cgroups
 import kitstate
 from kitstate import kit_id, run_tag  # noqa: F401 (leftovers.run_tag: its callers say so)
-import workloads
+import pgcluster
 from host import BUILD, say, wait_for
 from private import Private
 from tracers import tracefs
@@ -125,9 +125,9 @@ def sweep_tracefs(t, dead, removed, failed):
 def sweep_folders(dead, removed, failed):
     """The clusters (their live servers first) and scratch folders of the
     dead kits, each opened once and judged by its descriptor."""
-    places = [(top, CLUSTER_NAMES) for top in sorted({workloads.cluster_root(),
+    places = [(top, CLUSTER_NAMES) for top in sorted({pgcluster.cluster_root(),
                                                       tempfile.gettempdir()})]
-    owners = {0, os.geteuid(), workloads.cluster_owner_uid()}
+    owners = {0, os.geteuid(), pgcluster.cluster_owner_uid()}
     for top, kinds in places + [(BUILD, SCRATCH_NAMES)]:
         names = os.listdir(top) if os.path.isdir(top) else []
         for pid, found in dead_names(names, kinds, dead).items():
@@ -136,7 +136,7 @@ def sweep_folders(dead, removed, failed):
                 held = Private.found(path, owners)
                 if held is None:  # not as the kit makes them: someone else's
                     continue
-                said = workloads.Postgres.remove([held]) if kinds is CLUSTER_NAMES else []
+                said = pgcluster.Postgres.remove([held]) if kinds is CLUSTER_NAMES else []
                 if held.fd is not None and not held.remove():
                     failed.append(f"{path}: not removed (the name leads elsewhere now)")
                     continue

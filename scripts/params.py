@@ -9,7 +9,6 @@ Nothing to run: run.py calls parse_args().
 """
 import argparse
 import fnmatch
-import math
 import os
 import random
 import re
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 
 import configs
 import elfinfo
+import kin
 import kitlock
 import record
 import userscript
@@ -39,25 +39,6 @@ TIME_LIMIT_MARGIN = 120  # s added to 10x the expected loop: tracer start and en
 def cpus():
     """CPUs this process may run on (its affinity mask, not the machine's)."""
     return len(os.sched_getaffinity(0))
-
-
-def most_runs(args, threads):
-    """(the most runs of a cell at THREADS, the parameter that says so):
-    MAX_RUNS, or SLICED_RUNS where THREADS exceed the CPUs."""
-    if threads > cpus() and args.sliced_runs < args.max_runs:
-        return args.sliced_runs, "SLICED_RUNS"
-    return args.max_runs, "MAX_RUNS"
-
-
-def pilot_runs(args, threads, run_s):
-    """The runs of a tight-loop cell's pilot (stats.settle's first stage)
-    at THREADS whose one run the plan puts at RUN_S seconds: as many as
-    fill PILOT_S, at least MIN_RUNS, at most the cell's most (most_runs);
-    MIN_RUNS where PILOT_S is 0."""
-    most = most_runs(args, threads)[0]
-    if not args.pilot_s or run_s <= 0:
-        return min(args.min_runs, most)
-    return max(min(args.min_runs, most), min(most, math.ceil(args.pilot_s / run_s)))
 
 
 def parse_threads(text):
@@ -232,7 +213,7 @@ def command_words(name):
 def check_user(a, error):
     """TARGET, PROBE and WORKLOAD: all three or none; PROBE one of TARGET's
     markers (the error lists them); then A.user the run's own workload
-    (workloads.user), and the user-* rows and the loop's (configs.USER_LOOP:
+    (workloads.user), and the user-* rows and the loop's (kin.USER_LOOP:
     the prediction's) the run's CONFIGS unless CONFIGS was given."""
     a.user = None
     given = [n for n in ("target", "probe", "workload") if getattr(a, n)]
@@ -430,16 +411,16 @@ def parse_args(argv, extra=()):
         a.configs = [c for c in a.configs if c.mode != configs.SCRIPT_MODE or (
             a.script and c.name == configs.script_row(userscript.kind(a.script), bool(a.target)))] \
             or p.error("CONFIGS names only a script's rows (script-*), which run with SCRIPT=")
-    a.configs = configs.companions(a.configs) or [
+    a.configs = kin.companions(a.configs) or [
         c for c in configs.CONFIGS
-        if (c.name in (*configs.user_rows(), *configs.USER_LOOP) if a.target else c.default)]
+        if (c.name in (*kin.user_rows(), *kin.USER_LOOP) if a.target else c.default)]
     return a
 
 
 def from_env(name):
     """Variable NAME as the environment gives it, by its parser (exit 2
     naming it and its range), else its default: for a command without a
-    parser of its own (the suite, scripts/lava.py's job)."""
+    parser of its own (the suite, scripts/lava's job)."""
     par = BY_NAME[name]
     text = os.environ.get(name)
     if text is None:

@@ -154,7 +154,7 @@ def configs_for(path, user, chosen):
     """make run SCRIPT=PATH's rows (PATH a Script): CHOSEN (CONFIGS, or None), the script's
     row (on a USER's program or on the kit's marker), the row it is
     measured against, the loop body closest to it (the prediction's twin)
-    and the baseline it is priced against (configs.companions adds what
+    and the baseline it is priced against (kin.companions adds what
     that body is priced beside) and, on a
     user's program, the rows that witness its events."""
     tracer = kind(path)

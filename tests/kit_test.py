@@ -154,10 +154,10 @@ def tracing_state():
         "stapbpf", "staprun", "stapio", "stap", "bpftrace", "perf", "uftrace",
         "lttng-sessiond", "lttng-consumerd", "postgres", "pgbench") or p.startswith("benchmark-"))
     s["modules"] = sorted(os.path.basename(p) for p in glob.glob("/sys/module/kit*"))
-    # A real program's leftovers (workloads.py): a throwaway cluster's
+    # A real program's leftovers (pgcluster.py): a throwaway cluster's
     # folder (its Unix socket in it) and SysV shared memory.
-    import workloads
-    s["clusters"] = sorted(glob.glob(os.path.join(workloads.cluster_root(), "kit*-pg*")))
+    import pgcluster
+    s["clusters"] = sorted(glob.glob(os.path.join(pgcluster.cluster_root(), "kit*-pg*")))
     # POSIX shared memory a killed tracer or server leaves: uftrace's
     # buffers, PostgreSQL's dynamic segments (a cluster of the kit's puts
     # its own in its folder).
@@ -250,16 +250,16 @@ def descendants(root):
     """{pid: name} of the live processes below ROOT, a process the test
     started: a test acts only on what it started, never on a name
     machine-wide (the runner's HELPERS and theirs are no test's)."""
-    import host
+    import procs
     kids = {}
-    for pid, fields in host.live():
+    for pid, fields in procs.live():
         kids.setdefault(int(fields[1]), []).append(pid)
     out, todo = {}, [root]
     while todo:
         for c in kids.get(todo.pop(), []):
             if c in HELPERS:
                 continue
-            st = host.proc_stat(c)
+            st = procs.proc_stat(c)
             if st:
                 out[c] = st[0]
                 todo.append(c)

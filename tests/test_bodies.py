@@ -19,7 +19,9 @@ from unittest import mock
 
 from kit_test import ROOT, StateTest, kit, need_build, need_tracer, rows_of
 import bodies
+import builds
 import configs
+import kin
 import params
 import record
 import stats
@@ -55,15 +57,15 @@ class Table(unittest.TestCase):
                 self.assertEqual(rows[0].beside, "")
                 self.assertEqual({c.beside for c in rows[1:]}, {names[0]})
                 self.assertFalse(any(c.default for c in rows))
-        self.assertIn(bodies.BODY_BUILD, configs.builds())
+        self.assertIn(bodies.BODY_BUILD, builds.builds())
         self.assertFalse(configs.BY_NAME["idle-body"].default)
 
     def test_companions(self):
-        got = configs.companions([configs.BY_NAME["bpftrace-body-printf"]])
+        got = kin.companions([configs.BY_NAME["bpftrace-body-printf"]])
         self.assertEqual([c.name for c in got],
                          ["baseline", "bpftrace-body-count", "bpftrace-body-printf"])
         # a row that is no body brings nothing
-        self.assertEqual([c.name for c in configs.companions([configs.BY_NAME["ftrace-sdt"]])],
+        self.assertEqual([c.name for c in kin.companions([configs.BY_NAME["ftrace-sdt"]])],
                          ["ftrace-sdt"])
 
 
@@ -205,7 +207,7 @@ class ScriptInput(unittest.TestCase):
         path = userscript.read(os.path.join(FIXTURES, "ustack-printf.bt"))
         mine = [c.name for c in userscript.configs_for(path, False, None)]
         self.assertEqual(mine, ["baseline", "bpftrace-body-ustack-count", "script-bpftrace"])
-        user = [c.name for c in configs.companions(userscript.configs_for(path, True, None))]
+        user = [c.name for c in kin.companions(userscript.configs_for(path, True, None))]
         plain = userscript.read(os.path.join(FIXTURES, "count-by-tid.stp"))  # (closest: the plainest, no beside)
         self.assertEqual([c.name for c in userscript.configs_for(plain, True, None)],
                          ["baseline", "stap-body-count", "user-untraced", "user-ftrace",

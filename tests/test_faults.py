@@ -17,11 +17,12 @@ import cgroups
 import configs
 import elfinfo
 import host
+import procs
 import kitlock
 import leftovers
+import pgcluster
 import record
 import tracers
-import workloads
 from measure import kit as kitmod
 
 
@@ -63,8 +64,8 @@ class Faults(StateTest):
 
         def wrapper(kit):
             for pid in pids_of(target, kit):
-                st = host.proc_stat(pid)
-                parent = st and host.proc_stat(st[1][1])
+                st = procs.proc_stat(pid)
+                parent = st and procs.proc_stat(st[1][1])
                 if parent and parent[0] == process:
                     time.sleep(0.3)  # let it run a while
                     return [st[1][1]]
@@ -766,8 +767,8 @@ class KilledKit(StateTest):
                   # dead kit's pid: its id holds that namespace's inode
                   "another namespace's":
                       f"kit{dead.pid:x}n{os.stat('/proc/self/ns/pid').st_ino + 1:x}_1"}
-        shm = workloads.cluster_root()
-        owner = workloads.cluster_owner_uid()
+        shm = pgcluster.cluster_root()
+        owner = pgcluster.cluster_owner_uid()
         folders = {"dead": os.path.join(shm, f"{groups['dead']}-abcd_123-pg"),
                    "live": os.path.join(shm, f"{groups['live']}-abcd_123-pg"),
                    "scratch": os.path.join(host.BUILD, leftovers.scratch_prefix(kid) + "x")}
@@ -783,7 +784,7 @@ class KilledKit(StateTest):
                 tracefs.write(os.path.join(t, "instances", g, "events", g, "enable"), "1")
             for d in folders.values():
                 os.mkdir(d, 0o711)  # as the kit makes them
-            data = os.path.join(folders["dead"], workloads.PG_DIR, "data")
+            data = os.path.join(folders["dead"], pgcluster.PG_DIR, "data")
             os.makedirs(data)
             os.chown(os.path.dirname(data), owner, owner)
             os.chown(data, owner, owner)

@@ -34,7 +34,7 @@ class PutKit(unittest.TestCase):
     file systems out (host.ROOT_FILE_SYSTEMS): make test-userland's trixie
     root, copied in with its /dev/full read as a file, filled the disk
     (74 GB, 2026-12-05); its builds and sources go in, make lab's wing
-    (scripts/lab/, which lava.py imports in the guest) too."""
+    (scripts/lab/, which scripts/lava imports in the guest) too."""
 
     def test_no_root_file_system_inside(self):
         with tempfile.TemporaryDirectory() as repo, tempfile.TemporaryDirectory() as rootfs:

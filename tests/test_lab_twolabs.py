@@ -25,6 +25,7 @@ import unittest
 import kit_test  # noqa: F401  (puts scripts/ on the path)
 import configs
 import host
+import procs
 from lab import common, suite
 from lab import qemu as guest_qemu
 from lab import modules as guest_modules
@@ -201,7 +202,7 @@ class TwoLabs(unittest.TestCase):
         pids = written()
         if wait_for_starts:
             self.assertEqual(len(pids), first_round)
-        self.assertEqual([p for p in pids if (st := host.proc_stat(p)) and st[1][0] != "Z"], [])
+        self.assertEqual([p for p in pids if (st := procs.proc_stat(p)) and st[1][0] != "Z"], [])
         return took, pids
 
     SLEEP = ["sh", "-c", 'echo $$ >> "$0"; exec sleep 60']
@@ -267,7 +268,7 @@ class TwoLabs(unittest.TestCase):
             signal.signal(signal.SIGINT, old)
         self.assertLess(time.monotonic() - t0, 30)
         with open(started) as f:
-            self.assertIsNone(host.proc_stat(int(f.read())))
+            self.assertIsNone(procs.proc_stat(int(f.read())))
 
     def test_folders_told_apart(self):
         """Started in the same second, the lab's and the WHERE=1 lab's

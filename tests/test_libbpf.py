@@ -20,8 +20,10 @@ import unittest
 from kit_test import (ROOT, StateTest, kill_during, kit, need, need_tracer, pids_of, rows_of,
                       wait_for)
 import configs
+import kin
 import stats
 from render.bodies import floor_lines
+from render.lab import lab_floor
 from tracers import libbpf
 
 
@@ -96,6 +98,12 @@ class Floor(unittest.TestCase):
         self.assertTrue(lines[1].startswith("- bpftrace: 99.0 ["), lines[1])
         self.assertIn("instructions/event more (Welch t", lines[1])
         self.assertNotRegex(" ".join(lines), r" ns/event")
+        # make lab's summary.md: the same lines, a kernel a paragraph, named
+        got = [ln for ln in lab_floor([{"a": a, "lab": {"suite": "sid", "kernel": "7.2.13-amd64"}}])
+               if ln]
+        self.assertEqual(got[0], "In the sid guest (7.2.13), a" + lines[0][1:])
+        self.assertEqual(got[1:], lines[1:])
+        self.assertEqual(lab_floor([{"a": stats.analyse(rows[:3], {"cpus": 2}), "lab": {}}]), [])
 
     def test_no_floor_where_an_event_was_missed(self):
         rows = (cell_rows("baseline", 1, [2.0, 2.1, 1.9])
@@ -110,11 +118,11 @@ class Floor(unittest.TestCase):
 
     def test_the_rows(self):
         """The floor and its twins are rows of the one table, on one build."""
-        floor = configs.BY_NAME[configs.BPF_FLOOR]
+        floor = configs.BY_NAME[kin.BPF_FLOOR]
         self.assertEqual((floor.tracer, floor.build), ("libbpf", "sdt"))
-        for name in configs.ABOVE_FLOOR.values():
+        for name in kin.ABOVE_FLOOR.values():
             self.assertEqual(configs.BY_NAME[name].build, floor.build)
-        self.assertIn("user-libbpf", configs.user_rows())
+        self.assertIn("user-libbpf", kin.user_rows())
         self.assertEqual(libbpf.Libbpf.program(configs.BY_NAME["libbpf-uprobe-nop"]),
                          libbpf.UPROBE_NOP)
         self.assertEqual(libbpf.Libbpf.program(configs.BY_NAME["libbpf-body-ringbuf"]),

@@ -385,7 +385,7 @@ class Adaptive(StateTest):
 
 
 class Pilot(unittest.TestCase):
-    """params.pilot_runs: a cell's pilot fills PILOT_S by the plan's
+    """sizing.pilot_runs: a cell's pilot fills PILOT_S by the plan's
     estimate of one run, MIN_RUNS..its most, by hand: at PILOT_S=0.6,
     MIN_RUNS=3, MAX_RUNS=10, a run of 0.07 s -> ceil(8.57) = 9; 0.2 s ->
     3; 0.25 s -> ceil(2.4) = 3 (MIN_RUNS); 0.01 s -> 60, so MAX_RUNS=10;
@@ -398,9 +398,9 @@ class Pilot(unittest.TestCase):
         for threads, run_s, want in ((1, 0.07, 9), (1, 0.2, 3), (1, 0.25, 3), (1, 0.01, 10),
                                      (over, 0.07, 4)):
             with self.subTest(threads=threads, run_s=run_s):
-                self.assertEqual(params.pilot_runs(a, threads, run_s), want)
+                self.assertEqual(sizing.pilot_runs(a, threads, run_s), want)
         a.pilot_s = 0
-        self.assertEqual(params.pilot_runs(a, 1, 0.01), 3)
+        self.assertEqual(sizing.pilot_runs(a, 1, 0.01), 3)
 
 
 class UserTimings(unittest.TestCase):

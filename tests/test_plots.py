@@ -10,7 +10,7 @@ import tempfile
 import unittest
 
 from kit_test import EXAMPLE, REPORT_PY, ROOT, run, unavailable
-import configs
+import kin
 from render import runs as report_runs
 from render import layout, plots
 
@@ -85,7 +85,7 @@ class RealRuns(unittest.TestCase):
         fewest = min(c["threads"] for c in j["cells"])
         verdicts = 0
         for c in j["cells"]:
-            if configs.is_baseline(c["config"]):
+            if kin.is_baseline(c["config"]):
                 continue
             key, k = f"{c['config']}@{c['threads']}", plots.kind(c)
             self.assertIn(key, by)  # every cell says how it was drawn, one row or not

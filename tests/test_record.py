@@ -1,5 +1,5 @@
-"""The row's verdict (scripts/record/runs.py): what a tracer saw -> a status,
-for every case, written out beside the test."""
+"""The row's verdict (scripts/record/verdicts.py): what a tracer saw -> a
+status, for every case, written out beside the test."""
 import os
 import unittest
 

@@ -19,7 +19,8 @@ import configs
 import tracers
 import workloads
 from tracers.base import TracerError
-from tracers.stap import STAPBPF_PRINTF_EVENTS, STUB
+from tracers.stap import STUB
+from tracers.stap_counts import STAPBPF_PRINTF_EVENTS
 
 STAP = tracers.get("stap")
 
@@ -266,14 +267,15 @@ class Preflight(unittest.TestCase):
                                      (timed, 40000, "cycles a hit (stap -t): 560 min, 850 avg"),
                                      ("", 0, "no line for single_trace's probe")):
                 with open(run.log, "w") as f:
-                    f.write(f'{{"build":"sdt"}}\n{tracers.stap.HIT_REPORT} \n{body}\n{end}\n')
-                ev = be.hit_report(run)
+                    f.write(f'{{"build":"sdt"}}\n{tracers.stap_counts.HIT_REPORT} \n'
+                            f'{body}\n{end}\n')
+                ev = tracers.stap_counts.hit_report(be, run)
                 self.assertEqual(ev.seen, seen)
                 self.assertIn(note, ev.note)
             with open(run.log, "w") as f:
                 f.write("events: 40000\n")
             with self.assertRaisesRegex(TracerError, "no probe hit report"):
-                be.hit_report(run)
+                tracers.stap_counts.hit_report(be, run)
 
     def test_the_runtime_choice_follows_it(self):
         """Where modules load but the pre-flight fails: auto falls back to

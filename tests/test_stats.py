@@ -10,6 +10,7 @@ import unittest
 from kit_test import FIXTURES, cells
 import configs
 import kernel
+import kin
 import params
 import predict
 import stats
@@ -375,7 +376,7 @@ class Coverage(unittest.TestCase):
         default, 4 before 2026-12-04) makes noisy cells stop short of
         what their pilot asked for: their interval is wider, never less
         sure (N still follows the pilot alone).  A cheap cell's pilot is
-        cut to the cap (params.pilot_runs), so at the cap it is the cell
+        cut to the cap (measure/sizing.py's pilot_runs), so at the cap it is the cell
         (a t interval); a pilot of MIN_RUNS=2 under the default cap still
         has its N to choose."""
         default = params.BY_NAME["SLICED_RUNS"].default
@@ -670,16 +671,16 @@ class Predict(unittest.TestCase):
         self.assertEqual(real.loop_markdown(self.analysis("instructions")), [])
 
     def test_each_twin_is_the_loops_marker(self):
-        """Each twin (configs.LOOP_TWIN) is a row of the table, on the SDT
+        """Each twin (kin.LOOP_TWIN) is a row of the table, on the SDT
         marker of the sdt build (its 1-byte nop), by that tracer; and every
         tracer that probes a real program's marker has one."""
-        for tracer, name in configs.LOOP_TWIN.items():
+        for tracer, name in kin.LOOP_TWIN.items():
             c = configs.BY_NAME[name]
             self.assertEqual((c.tracer, c.build, c.probe, c.workload),
                              (tracer, "sdt", "marker", ""), name)
         probing = {c.tracer for c in configs.CONFIGS if c.workload and c.tracer != "none"
                    and c.probe.startswith("marker")}
-        self.assertEqual(probing - set(configs.LOOP_TWIN), set())
+        self.assertEqual(probing - set(kin.LOOP_TWIN), set())
 
     def test_fieller_by_hand(self):
         # No spread in the prediction: (a -+ ha) / b.  The prediction's

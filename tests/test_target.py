@@ -11,11 +11,12 @@ import time
 import unittest
 
 from kit_test import EXPECTED, StateTest, build, need, need_build, need_root, run, unavailable
+import builds
 import configs
 import elfinfo
 from lifecycle.sites import builds_used
 
-ALL_BUILDS = list(configs.builds())  # src/builds.tsv
+ALL_BUILDS = list(builds.builds())  # src/builds.tsv
 FIELDS = {"format", "build", "pid", "threads", "iterations", "pinned", "clock", "wall_ns",
           "process_user_ns", "process_sys_ns", "rate", "pacing", "machine_busy_ns", "proc_stat_busy_ns",
           "machine_source", "uprobe_maps", "per_thread", "fork"}
@@ -44,7 +45,7 @@ class Builds(unittest.TestCase):
                 r = run(["make", "-n", "-B", f"build/benchmark-{b}"])
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertIn(f"-DTRACE_BUILD='\"{b}\"'", r.stdout)
-                if b != "plain" and configs.builds()[b].idle:
+                if b != "plain" and builds.builds()[b].idle:
                     self.assertEqual(configs.BY_NAME[f"idle-{b}"].build, b)
                 self.assertIn(b, {c.build for c in configs.CONFIGS} | builds_used())
 

@@ -24,7 +24,9 @@ import unittest
 from kit_test import (ROOT, StateTest, descendants, kit, need_root, need_tracer, rows_of,
                       start_kit, stop_when, unavailable)
 import configs
+import kin
 import packages  # (tests/packages.py: the one list)
+import pgcluster
 import record
 import stats
 import semaphores
@@ -312,7 +314,7 @@ class Planting(StateTest):
         import host
         import leftovers
         import fnmatch
-        shm = workloads.cluster_root()
+        shm = pgcluster.cluster_root()
         mine = tempfile.mkdtemp()
         os.chmod(mine, 0o755)
         theirs = os.path.join(mine, "theirs")
@@ -379,7 +381,7 @@ class UserRows(StateTest):
     def user(self, command, res, runs="2", target=None, probe="benchmark:single_trace",
              threads="1", rows="user-*"):
         """The runner on COMMAND; ROWS: CONFIGS (None: the default, which
-        adds the loop's twins, configs.USER_LOOP)."""
+        adds the loop's twins, kin.USER_LOOP)."""
         target = target or os.path.join(ROOT, "build", "benchmark-sdt")
         if not os.path.exists(target):
             unavailable(self, f"{target} not built")
@@ -393,7 +395,7 @@ class UserRows(StateTest):
         SKIPPED ({config: words of the reason}) skipped, saying so."""
         timed = [x for x in rows if x["rep"] not in ("", "0")]
         self.assertEqual(sorted({x["config"] for x in timed}),
-                         sorted(c for c in configs.user_rows() if c not in skipped))
+                         sorted(c for c in kin.user_rows() if c not in skipped))
         for name, why in dict(skipped).items():
             said = [x["reason"] for x in rows if x["config"] == name and x["status"] == "skipped"]
             self.assertTrue(said and why in said[0], (name, said))
@@ -465,7 +467,7 @@ class User(UserRows):
         self.assertIn("the workload failed: it exited with status 3: bad input",
                       failed[0]["reason"])
         skipped = {x["config"] for x in rows if x["status"] == "skipped"}
-        self.assertEqual(skipped, set(configs.user_rows())
+        self.assertEqual(skipped, set(kin.user_rows())
                          - {configs.USER_BASELINE})
         self.assertEqual(len(rows), 1 + len(skipped))  # nothing else ran
 
@@ -547,8 +549,8 @@ class OneCommand(UserRows):
             self.assertIn("your command's rows and, for the loop's prediction, baseline", r.stderr)
             rows, folder = rows_of(res)
             timed = {x["config"] for x in rows if x["rep"] not in ("", "0")}
-            users = set(configs.user_rows())
-            self.assertEqual(timed, users | set(configs.USER_LOOP))
+            users = set(kin.user_rows())
+            self.assertEqual(timed, users | set(kin.USER_LOOP))
             out = self.answer(folder)
         self.assertNotIn("No `baseline` rows", out)
         answers = out[out.index("What tracing costs"):]

@@ -8,5 +8,5 @@ its main).
     playbook.py  the one ansible-playbook run, stopped as a whole, and the
                  fleet folder written from its report
 
-The play itself is fleet/playbook.yml; LAVA's job is scripts/lava.py.
+The play itself is fleet/playbook.yml; LAVA's job is scripts/lava.
 """

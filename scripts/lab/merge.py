@@ -17,6 +17,7 @@ import shutil
 
 import configs
 import host
+import kin
 import record
 from host import say
 from measure import plan
@@ -122,7 +123,7 @@ def add_rows(folder, g, inner, have=()):
     with open(os.path.join(inner, "runs.csv"), newline="") as f:
         for row in csv.DictReader(f):
             cell = (row["config"], str(row["threads"]))
-            if not (configs.is_baseline(row["config"]) and cell in have):
+            if not (kin.is_baseline(row["config"]) and cell in have):
                 folder.write(row)
                 added.add(cell)
     shutil.copy(os.path.join(inner, "runs.csv"), os.path.join(folder.logs, f"runs{g.sfx}.csv"))

@@ -9,6 +9,7 @@ Nothing to run: lab/steps.py deals them.
 import os
 
 import configs
+import kin
 import record
 from measure import plan
 from tracers import BACKENDS
@@ -32,7 +33,7 @@ def shares(cfgs, n, cost=lambda c: 1.0):
     A real program's untraced row (its family's baseline) goes to each
     guest that runs one of its family, first among them."""
     base = [c for c in cfgs if c.name == configs.BASELINE]
-    families = {c.name: c for c in cfgs if configs.is_baseline(c.name) and c not in base}
+    families = {c.name: c for c in cfgs if kin.is_baseline(c.name) and c not in base}
     idle = [c for c in cfgs if c.name not in families and c not in base
             and not BACKENDS[c.tracer].attaches]
     traced = [c for c in cfgs if BACKENDS[c.tracer].attaches]

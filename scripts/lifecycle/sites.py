@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 
-import configs
+import builds
 import elfinfo
 import host
 import record
@@ -37,7 +37,7 @@ def builds_used():
 
 def site_builds():
     """{N: build name} of the sites-N builds (src/builds.tsv)."""
-    return {int(m.group(1)): b for b in configs.builds()
+    return {int(m.group(1)): b for b in builds.builds()
             if (m := re.fullmatch(r"sites-(\d+)", b))}
 
 

@@ -20,6 +20,7 @@ import configs
 import record
 import tracers
 import host
+import procs
 import leftovers
 from private import Private
 import semaphores
@@ -265,7 +266,7 @@ class Kit:
         run.group, run.group_why = cgroups.make(run.tag)
         if run.group:
             try:
-                settled = run.group.add_tree(run.target_pid, host.below)
+                settled = run.group.add_tree(run.target_pid, procs.below)
             except OSError as e:
                 raise TracerError(f"could not put the workload in its cgroup "
                                   f"{run.group.path}: {e.strerror or e}")

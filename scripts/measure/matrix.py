@@ -15,6 +15,7 @@ import time
 import configs
 import debpkgs
 import host
+import kin
 import record
 import trusted
 import tracers
@@ -28,7 +29,8 @@ from measure import witness
 from measure.plan import Plan, fmt_s
 from measure.sizing import (WARMUP_ITER, floor_calls, size_iterations, wall_per_call,
                             warmup_calls)
-from params import TIGHT, cpus, most_runs
+from params import TIGHT, cpus
+from measure.sizing import most_runs
 from record import DEFAULT_UNIT, INSTRUCTIONS
 from stats import paired, settle, settle_idle
 from tracers.base import TracerError
@@ -146,12 +148,12 @@ def preflight(kit, args, runnable):
     if it fails, its row (rep 0, its reason) is the family's one failed
     row, the family's other rows are skipped saying so, and none of it runs
     traced.  RUNNABLE, less that family then."""
-    for c in [c for c in runnable if c.workload and configs.is_baseline(c.name)
+    for c in [c for c in runnable if c.workload and kin.is_baseline(c.name)
               and workloads.get(c.workload, args).command]:
         say(f"[pre-flight] {c.name}: the workload once, untraced")
         row, _ = kit.run_one(c, 1, 1, 0, sized_by="pre-flight: WORKLOAD once, untraced")
         if row["status"] not in record.MEASURED:
-            family = [x for x in runnable if configs.against(x.name) == c.name]
+            family = [x for x in runnable if kin.against(x.name) == c.name]
             for x in family:
                 if x is not c:
                     kit.folder.skipped(x, args.threads, f"the workload failed untraced ("

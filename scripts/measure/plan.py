@@ -13,10 +13,12 @@ import json
 
 import host
 import configs
+import kin
 import userscript
 import workloads
-from configs import is_baseline
-from params import TIGHT, cpus, pilot_runs
+from kin import is_baseline
+from params import TIGHT, cpus
+from measure.sizing import pilot_runs
 
 # Guesses for a configuration this machine has not run yet: seconds a run
 # takes beyond its loop, and ns per call, by whether a tracer attaches.
@@ -160,7 +162,7 @@ class Plan:
                   "time-sliced, another experiment (flagged in the report)"
                   + (f", at most {cap[1]}={cap[0]} runs a cell there" if cap[0] < top else "")
                   ) if over else ""
-        loop = sorted({c[0] for c in self.cells} & set(configs.USER_LOOP))
+        loop = sorted({c[0] for c in self.cells} & set(kin.USER_LOOP))
         user = [c[0] for c in self.cells if getattr(configs.BY_NAME.get(c[0]), "workload", "")
                 == "user"]
         what = (f"; your command's rows and, for the loop's prediction, {', '.join(loop)}"

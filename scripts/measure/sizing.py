@@ -1,7 +1,8 @@
 """sizing.py: how many calls a run of a cell makes, from how long a call
 took there (a warm-up, or earlier runs here in TIMINGS): a slow traced
 cell is cut so one run takes ~MAX_RUN_S, a fast untraced one raised so it
-takes at least MIN_RUN_S, both to two significant figures.
+takes at least MIN_RUN_S, both to two significant figures; and how many
+runs a cell makes at most (most_runs), and in its pilot (pilot_runs).
 
 Nothing to run: `from measure import sizing`.
 """
@@ -18,7 +19,7 @@ FLOOR_ITER = 2000  # the fewest calls a sized run makes
 def warmup_calls(calib_iter, cfg):
     """A warm-up's calls per thread for CFG: CALIB_ITER (ITER, at most
     WARMUP_ITER), or fewer for a real program whose call is a whole
-    transaction (workloads.Workload.warmup_iter)."""
+    transaction (workload.Workload.warmup_iter)."""
     if cfg.workload:
         return min(calib_iter, workloads.get(cfg.workload).warmup_iter or calib_iter)
     return calib_iter
@@ -67,3 +68,22 @@ def wall_per_call(row, timing, threads, calls):
     if threads > cpus() and cpu:
         return max(wall, sum(cpu) / len(cpu) / calls * threads / cpus())
     return wall
+
+
+def most_runs(args, threads):
+    """(the most runs of a cell at THREADS, the parameter that says so):
+    MAX_RUNS, or SLICED_RUNS where THREADS exceed the CPUs."""
+    if threads > cpus() and args.sliced_runs < args.max_runs:
+        return args.sliced_runs, "SLICED_RUNS"
+    return args.max_runs, "MAX_RUNS"
+
+
+def pilot_runs(args, threads, run_s):
+    """The runs of a tight-loop cell's pilot (stats.settle's first stage)
+    at THREADS whose one run the plan puts at RUN_S seconds: as many as
+    fill PILOT_S, at least MIN_RUNS, at most the cell's most (most_runs);
+    MIN_RUNS where PILOT_S is 0."""
+    most = most_runs(args, threads)[0]
+    if not args.pilot_s or run_s <= 0:
+        return min(args.min_runs, most)
+    return max(min(args.min_runs, most), min(most, math.ceil(args.pilot_s / run_s)))

@@ -17,7 +17,8 @@ import time
 
 import kitstate
 import record
-from host import check_signalled, live, say
+from host import check_signalled, say
+from procs import live
 from tracers import tracefs
 from tracers.base import TracerError
 

@@ -4,7 +4,9 @@ lifecycle/, fleet/, atlas/) and the report that reads it (render/) import
 its names from here, and nothing here imports them back.
 
     runs.py       a results folder: runs.csv, meta.json, the target's record,
-                  the statuses and verdicts (make run; each suite of make lab)
+                  the statuses (make run; each suite of make lab)
+    verdicts.py   a run's row's status, from what its tracer saw (runs.py's
+                  statuses; no folder of its own)
     lifecycle.py  make lifecycle's folder: lifecycle.csv, bystander.csv, its clock
     where.py      make lab WHERE=1's where.csv, beside a suite's runs.csv
     fleet.py      make fleet's folder: fleet.json and a runs folder per host
@@ -20,13 +22,15 @@ names and columns), a stamp by its writer, a render/ module with its
 report, and a line in the report's registry (scripts/report.py).
 
 The runs format's names are the package's own too (record.Folder,
-record.load, record.STATUSES): the kit's most-read format, read by most
-rooms.  `python3 scripts/record` prints the statuses.
+record.load, record.STATUSES, and its verdicts': record.verdict,
+record.Events): the kit's most-read format, read by most rooms.
+`python3 scripts/record` prints the statuses.
 """
 import json
 import os
 
 from record.runs import *  # noqa: F401,F403  (the runs format: record.Folder, record.load)
+from record.verdicts import *  # noqa: F401,F403  (its rows' verdict: record.verdict, record.Events)
 from record import atlas, dormant, fleet, lab, lifecycle, runs
 
 META = "meta.json"

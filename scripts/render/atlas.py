@@ -21,6 +21,7 @@ import statistics
 
 import configs
 import kernel
+import kin
 import record
 from record.atlas import ATLAS_FILE, HOST_FOLDER, KIND, WHERE_DIR
 import stats
@@ -288,7 +289,7 @@ def where_rows(folder):
         why = (lab.get("where") or {}).get("why") or f"no {where.WHERE_CSV}"
         for r in rows:  # measured, but not in the breakdown: no windows to read
             if (r["config"] not in b and r["config"] not in miss
-                    and not configs.is_baseline(r["config"])):
+                    and not kin.is_baseline(r["config"])):
                 miss[r["config"]] = why if not b else "its runs or its baseline's have no window"
         got.append((release_key(lab.get("kernel")), f"{short_kernel(lab)} ({kernel_suite(lab)})",
                     b, miss))

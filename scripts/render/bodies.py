@@ -12,6 +12,7 @@ import functools
 import textwrap
 
 import configs
+import kin
 import workloads
 from render.formats import Notes, bold, f_interval, f_ns, f_overhead, f_slower, f_x, table
 from render.layout import save
@@ -51,7 +52,7 @@ def floor_lines(a):
     n = min(f["threads"] for f in got)
     here = [f for f in got if f["threads"] == n]
     unit = here[0]["unit"]  # (one folder, one unit: ns on a host, instructions in a guest)
-    return ["", f"Above the BPF floor, libbpf's own count ({configs.BPF_FLOOR}: "
+    return ["", f"Above the BPF floor, libbpf's own count ({kin.BPF_FLOOR}: "
                 f"{f_overhead(here[0]['floor'])} {unit}/event at {n} thread{'s' * (n != 1)}):",
             ""] + [
         f"- {f['tracer']}{' (' + f['runtime'] + ' runtime)' if f['runtime'] else ''}: "

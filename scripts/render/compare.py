@@ -9,7 +9,7 @@ import json
 import os
 import statistics
 
-import configs
+import kin
 from render import summary
 from render.formats import f_ns, table
 
@@ -39,7 +39,7 @@ def compare(results):
         cs = [next((c for c in a["cells"] if (c["config"], c["threads"]) == k), None)
               for _, a in results]
         vals = [c["overhead"]["mean_ns"] if c and c.get("overhead") else
-                c.get("median_ns") if c and configs.is_baseline(k[0]) else None for c in cs]
+                c.get("median_ns") if c and kin.is_baseline(k[0]) else None for c in cs]
         row = [k[0], k[1]] + [f_ns(v) for v in vals]
         for v in vals[1:]:
             row.append(f"{v / vals[0]:.2f}" if v is not None and vals[0] else "-")

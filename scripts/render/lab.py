@@ -22,6 +22,7 @@ from configs import BASELINE
 from record import INSTRUCTIONS, timed_for_real
 from record.lab import KIND, suites_of  # noqa: F401  (KIND: report.py's registry)
 from render import lifecycle
+from render.bodies import floor_lines
 from render.guesttools import tool_lines
 from render.formats import (Notes, f_check, f_ins, f_interval, kernel_facts, runs_cell,
                             skipped_failed, table)
@@ -236,7 +237,7 @@ def summary(top, folders):
     lines = [table(SUMMARY_HEAD, body)] + notes.lines()
     lines += kernel_facts(labs, [f"{lab.get('suite')} {short_kernel(lab)}" for lab in labs])
     lines += tool_lines(folders, loaded)
-    lines += kernels_table(folders) + lab_2011(guests)
+    lines += kernels_table(folders) + lab_2011(guests) + lab_floor(guests)
     text = "\n".join(lines) + "\n"
     os.makedirs(top, exist_ok=True)
     with open(os.path.join(top, "summary.md"), "w") as f:
@@ -260,6 +261,19 @@ def lab_2011(guests):
             "`stap -F`) beside each guest's, in instructions per event:", "",
             table(["10M calls, 1 thread", "2011 [s]"]
                          + [guest_head(g) for g in guests], body)]
+
+
+def lab_floor(guests):
+    """The BPF floor in each guest's kernel (issue 68): libbpf's count and
+    each BPF front end above it, in that guest's instructions, a kernel a
+    paragraph (its report.md's lines)."""
+    out = []
+    for g in guests:
+        lines = floor_lines(g["a"])
+        if lines:
+            out += ["", f"In the {g['lab'].get('suite')} guest ({short_kernel(g['lab'])}), "
+                    + lines[1][0].lower() + lines[1][1:]] + lines[2:]
+    return out
 
 
 def report(folder, args):

@@ -18,6 +18,7 @@ import textwrap
 import kernel
 from kernel import NEVER_FIRES
 import configs
+import kin
 import workloads
 from stats import config_rank
 from render.bodies import plot_bodies
@@ -84,7 +85,7 @@ def plots(a, folder, p=None):
         return None, {}
     matplotlib.rcParams["figure.dpi"] = DPI  # what the layout measures is what save() writes
     made, drawn = [], {}
-    cells = [c for c in a["cells"] if not configs.is_baseline(c["config"])]
+    cells = [c for c in a["cells"] if not kin.is_baseline(c["config"])]
     threads = sorted({c["threads"] for c in a["cells"]})
     if cells and a["has_baseline"]:
         for fn in (plot_by_config, plot_vs_threads, plot_sites):
@@ -92,7 +93,7 @@ def plots(a, folder, p=None):
             if path:
                 made.append(path)
                 drawn[os.path.basename(path)] = how
-    if any(configs.real(c["config"]) and c["n_runs"] for c in a["cells"]):
+    if any(kin.real(c["config"]) and c["n_runs"] for c in a["cells"]):
         made.append(plot_throughput(plt, a, folder))
     if a["has_baseline"]:
         path, how = plot_bodies(plt, a, folder)
@@ -290,17 +291,17 @@ def plot_throughput(plt, a, folder):
     call (the threads take turns, so that is the whole program's), in its
     own calls a second (transactions for pgbench)."""
     fams = list(dict.fromkeys(configs.BY_NAME[c["config"]].workload for c in a["cells"]
-                              if configs.real(c["config"]) and c["n_runs"]))
+                              if kin.real(c["config"]) and c["n_runs"]))
     fig, axes = plt.subplots(1, len(fams), figsize=(5.2 * len(fams), 3.6), squeeze=False)
     for ax, fam in zip(axes[0], fams):
         w = workloads.get(fam)
-        mine = [c for c in a["cells"] if configs.real(c["config"]) and c["n_runs"]
+        mine = [c for c in a["cells"] if kin.real(c["config"]) and c["n_runs"]
                 and configs.BY_NAME[c["config"]].workload == fam and c.get("mean_ns")]
         for i, n in enumerate(dict.fromkeys(c["config"] for c in mine)):
             line = sorted((c for c in mine if c["config"] == n), key=lambda c: c["threads"])
             ax.plot([c["threads"] for c in line],
                     [c["threads"] * 1e9 / c["mean_ns"] for c in line], marker="o", ms=3,
-                    color=f"C{i}", label=n, ls="--" if configs.is_baseline(n) else "-")
+                    color=f"C{i}", label=n, ls="--" if kin.is_baseline(n) else "-")
         ax.set_yscale("log")
         ax.set_xticks(sorted({c["threads"] for c in mine}))
         ax.set_xlabel({"postgres": "pgbench clients"}.get(fam, "threads"), fontsize=8)

@@ -4,6 +4,7 @@ kernel's history (kernel.py) predicted for it.
 
 Nothing to run: `from render.sites import sites_table`.
 """
+import builds
 import configs
 import kernel
 from tracers import marker_orders
@@ -27,7 +28,7 @@ SITES_NOTE = (
 
 
 def canary(build):
-    b = configs.builds().get(build)
+    b = builds.builds().get(build)
     return bool(b and b.canary)
 
 

@@ -7,7 +7,7 @@ was skipped or failed).
 
 Nothing to run: `from render.tight import tight_tables, tight_closing`.
 """
-import configs
+import kin
 from render.formats import (Notes, f_check, f_ns, f_overhead, f_slowdown, runs_cell,
                             skipped_failed, table, undetectable)
 from render.lab import guest_2011, guest_head, guest_line
@@ -49,7 +49,7 @@ def overhead_rows(a, notes):
         flags = [notes.inline(f) for f in c["flags"]]
         cap = next((p for p in ("MAX_RUNS", "SLICED_RUNS")
                     if c.get("stopped", "").startswith(p + "=")), None)
-        if cap and not configs.is_baseline(c["config"]):
+        if cap and not kin.is_baseline(c["config"]):
             flags.append(f"{cap} before PRECISION")
         if undetectable(c["overhead"]):
             flags.insert(0, "none detectable")
@@ -85,7 +85,7 @@ def tight_tables(a, meta=None):
              "Per-event time is each thread's loop wall time / calls.  Overhead is against "
              "`baseline` at the same thread count" + (
                  " (a real program's rows: its own untraced row, docs/real-programs.md)"
-                 if any(configs.real(c["config"]) for c in a["cells"]) else "")
+                 if any(kin.real(c["config"]) for c in a["cells"]) else "")
              + ": its mean, then its 95% interval; "
              "\"none detectable\" where the interval holds 0 (its upper end is then the "
              "most the runs allow).  Slowdown is the ratio of geometric means, with "

@@ -7,7 +7,7 @@ tracer's handler, the probed instruction's emulation or single-step, the
 return to user space; then user space and the rest of the kernel (a timer
 tick, the scheduler, the mitigations' thunks).  A configuration's cost per
 event in a step is its runs' instructions there per call less its
-baseline's (configs.against), in guest instructions alone.
+baseline's (kin.against), in guest instructions alone.
 
 The checks that can fail: the plugin's count of each run's window must
 lie within the target's own clock for that run (under -icount one guest
@@ -26,6 +26,7 @@ import re
 import statistics
 
 import configs
+import kin
 from record.where import USER, WHERE_CSV
 from record import MEASURED
 from render.formats import f_ins, normalise, table
@@ -132,8 +133,8 @@ def breakdown(data):
     set's)."""
     out = {}
     for config, d in data.items():
-        base = data.get(configs.against(config))
-        if configs.is_baseline(config) or not base:
+        base = data.get(kin.against(config))
+        if kin.is_baseline(config) or not base:
             continue
         names = sorted(set().union(*(r["functions"] for r in d["runs"] + base["runs"])))
         fn = {n: per_event(d["runs"], lambda r: r["functions"].get(n, 0))

@@ -9,6 +9,7 @@ import os
 import configs
 import kernel
 from bodies import BODY_BUILD
+import kin
 import workloads
 from kernel import NEVER_FIRES
 from configs import BASELINE
@@ -49,7 +50,7 @@ def analyse(rows, meta):
              "failed_reasons": sorted({r["reason"] for r in timed if r["status"] == "failed"}),
              # a real program's runs' notes (its semaphores, bystanders: predict.causes)
              "notes": sorted({r["note"] for r in measured if r.get("note")})
-             if configs.real(config) else []}
+             if kin.real(config) else []}
         c["flags"] = []
         if n_failed:
             c["flags"].append(f"{n_failed}/{len(timed)} runs failed"
@@ -63,9 +64,9 @@ def analyse(rows, meta):
         out.append(c)
     rank = config_rank(order)
     out.sort(key=lambda c: (rank[c["config"]], c["threads"]))
-    # Each cell against its own baseline (configs' against: BASELINE, or a
+    # Each cell against its own baseline (kin.against: BASELINE, or a
     # real program's untraced row) at its thread count.
-    against = {c["config"]: configs.against(c["config"]) for c in out}
+    against = {c["config"]: kin.against(c["config"]) for c in out}
     base = {(c["config"], c["threads"]): c for c in out
             if against[c["config"]] == c["config"] and c["n_runs"]}
     for c in out:
@@ -197,7 +198,7 @@ def sites(cells):
     out = []
     for c in cells:
         if (not c.get("path") and not c.get("build", "").endswith("-canary")) \
-                or configs.real(c["config"]):  # a real program's: not one of the kit's sites
+                or kin.real(c["config"]):  # a real program's: not one of the kit's sites
             continue
         o = c.get("overhead")
         seen = (c.get("check") or {}).get("seen")
@@ -247,8 +248,8 @@ def bodies(cells, pilot_of=lambda c: None):
 
 
 def floor(cells, rows, pilot_of=lambda c: None):
-    """The BPF floor (configs.BPF_FLOOR, issue 68): each BPF front end's
-    twin (configs.ABOVE_FLOOR) priced above libbpf's count at each thread
+    """The BPF floor (kin.BPF_FLOOR, issue 68): each BPF front end's
+    twin (kin.ABOVE_FLOOR) priced above libbpf's count at each thread
     count both counted every event: the two cells' paired difference with
     its interval (cells.overhead, as a body's share), with the runtime its
     rows ran on (SystemTap's only where it is bpf: a module is no BPF
@@ -259,11 +260,11 @@ def floor(cells, rows, pilot_of=lambda c: None):
         if r.get("runtime"):
             runtimes.setdefault(r["config"], set()).add(r["runtime"])
     out = []
-    for tracer, name in configs.ABOVE_FLOOR.items():
+    for tracer, name in kin.ABOVE_FLOOR.items():
         if tracer == "stap" and runtimes.get(name) != {"bpf"}:  # (a module is no BPF tracer)
             continue
         for c in (c for c in cells if c["config"] == name):
-            ref = by.get((configs.BPF_FLOOR, c["threads"]))
+            ref = by.get((kin.BPF_FLOOR, c["threads"]))
             if not (ref and c["n_runs"] and ref["n_runs"] and all(
                     (x.get("check") or {}).get("verdict") in LOSSLESS for x in (c, ref))):
                 continue

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 
 import host
+import procs
 import kitstate
 import userscript
 from record import Events  # noqa: F401  (what events() returns)
@@ -243,7 +244,7 @@ class Tracer:
             p.returncode = live.status = os.waitstatus_to_exitcode(st)
             live.cpu_ns = (int(ru.ru_utime * 1e9), int(ru.ru_stime * 1e9))
             # what it started and left, in its session
-            host.kill_all(lambda _pid, f: int(f[3]) == p.pid, TOOL_TIMEOUT_S)
+            procs.kill_all(lambda _pid, f: int(f[3]) == p.pid, TOOL_TIMEOUT_S)
             if live.err:  # its own words, in the log as every tracer's are
                 with open(run.log, "ab") as log:
                     userscript.cut(live.err, log)

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 
 import cgroups
 import kitstate
-from host import live, proc_stat, say, wait_for
+from host import say, wait_for
+from procs import live, proc_stat
 from .base import LONG_TIMEOUT_S, Events, RunState, Tracer, TracerError
 
 SUBBUF_SIZE, NUM_SUBBUF = "1M", 8

@@ -3,7 +3,8 @@ asked before anything is attached: stap's version, a pass-4 build of a
 one-probe module for the kernel's build tree (the pre-flight, cached in
 build/stap-preflight.json by SystemTap version and kernel), the compiler's
 first error said in one line with the fix upstream has for it, and stap
-run on a pseudo-terminal (a module with a hit report: stap.py says why).
+run on a pseudo-terminal (a module with a hit report: stap_counts.py
+says why).
 The host's back-end (stap.py) and the lab's module builds
 (stap_build.py) both ask it.
 

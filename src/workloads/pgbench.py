@@ -1,5 +1,5 @@
 """pgbench.py: the kit's PostgreSQL workload, a target as build/benchmark-*
-is: a throwaway cluster in DIR (made by the runner, scripts/workloads.py),
+is: a throwaway cluster in DIR (made by the runner, scripts/pgcluster.py),
 pgbench's TPC-B-like transactions from THREADS clients, ITERATIONS
 transactions each, and the kit's target record (kit-target-record/1) on
 stdout, each client a "thread" whose calls are its transactions.
@@ -7,7 +7,7 @@ stdout, each client a "thread" whose calls are its transactions.
     python3 src/workloads/pgbench.py --bin /usr/lib/postgresql/15/bin --owner postgres \
         --dir DIR [--template TDIR] --threads 2 --iterations 500 [--hold]
 
-(the runner gives --bin and --owner from scripts/workloads.py, their one
+(the runner gives --bin and --owner from scripts/pgcluster.py, their one
 home; the tools' and the server's output go to stderr, the run's log).
 
 What it does, in order, all of it on one CPU (see main()): the cluster
@@ -25,7 +25,7 @@ own count of the statements it ran (pg_stat_statements: each one
 query__start, pgbench's two set-up queries included) as the record's
 "fired"; and the server stopped (fast), whatever happened.  The runner
 removes DIR (and TDIR at its end) and whatever a kill left
-(workloads.Postgres.cleanup).  Needs Debian's postgresql (15 on Debian 12, 17 on 13: its pgbench
+(pgcluster.Postgres.cleanup).  Needs Debian's postgresql (15 on Debian 12, 17 on 13: its pgbench
 and pg_stat_statements).
 """
 import os
