@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "scripts"))
 from elfinfo import Elf  # noqa: E402
 from tracers import tracefs  # noqa: E402
-from workloads import mem_address, raise_semaphores  # noqa: E402
+from semaphores import mem_address, raise_semaphores  # noqa: E402
 
 PY = "/usr/bin/python3.11"
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 10000

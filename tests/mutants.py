@@ -74,7 +74,7 @@ MUTANTS = [
      "return name", ["UserTimings"]),
     ("silence.py leaves what the command left running (issue 58)", "scripts/silence.py",
      "    procs.kill_group(p, [q for q in procs.tree(p.pid) if q != p.pid])",
-     "    procs.kill_group(p, [])", ["Silence"]),
+     "    [os.kill(q, 9) for q in procs.tree(p.pid) if q != p.pid]", ["Silence"]),
     ("bpftrace counts other processes' events as the workload's (issue 58)",
      "scripts/tracers/bpftrace.py",
      "seen, others = by.pop(run.group.id, 0), sum(by.values())",

@@ -152,11 +152,10 @@ def arrows_back_up(top):
     node), each circle: folders that import one another through different
     modules, which one more import makes a circle of modules."""
     graph = imports(top)
-    ground, more = set(), True
-    while more:  # the rooms whose imports are all of the ground, to a fixed point
-        more = {m for m, bs in graph.items() if m not in ground and "." not in m
-                and bs <= ground}
-        ground |= more
+    rooms = {m for m, path in modules(top).items()
+             if "." not in m and not path.endswith("__init__.py")}  # the top floor's rooms
+    bare = {m for m in graph if not graph[m]}  # importing nothing of the kit
+    ground = bare | {m for m in rooms if graph[m] <= bare & rooms}  # (host.py -> procs.py)
     found = []
     for a, bs in sorted(graph.items()):
         for b in sorted(bs):
@@ -188,10 +187,12 @@ class Floors(unittest.TestCase):
     def test_the_check_finds_them(self):
         """Hand-made: a folder circle render/ -> lab/ -> lifecycle/ ->
         render/ with no module circle, a wing importing render/, a module
-        importing a door, and record/ importing a wing; a door importing
-        everything is no fault."""
+        importing a door, and record/ importing a wing, a room that imports
+        a wing, and a room two levels above the ground; record/ importing
+        host.py, which imports only procs.py, and a door importing
+        everything are no fault."""
         files = {
-            "host.py": "",
+            "host.py": "import procs\n",
             "run.py": "import lab.merge\nimport render.x\n",
             "render/__init__.py": "", "render/x.py": "import lab.merge\n",
             "render/y.py": "import record.runs\n",
@@ -200,8 +201,9 @@ class Floors(unittest.TestCase):
             "lifecycle/__init__.py": "", "lifecycle/kit.py": "from render import y\n",
             "fleet/__init__.py": "", "fleet/inputs.py": "import run\n",
             "record/__init__.py": "", "record/runs.py": "import host\nimport procs\n",
-            "procs.py": "", "record/where.py": "import stepping\n",
+            "procs.py": "", "record/where.py": "import stepping\nimport table\n",
             "stepping.py": "import tools.x\n", "tools/__init__.py": "", "tools/x.py": "",
+            "table.py": "import host\n",  # two levels up: host.py -> procs.py
             "record/lab.py": "import lab.merge\n",
         }
         with tempfile.TemporaryDirectory() as tmp:
@@ -212,6 +214,7 @@ class Floors(unittest.TestCase):
                 ("lifecycle.kit", "render.y", "a wing imports render/"),
                 ("record.lab", "lab.merge", "record/ imports above the ground"),
                 ("record.where", "stepping", "record/ imports above the ground"),
+                ("record.where", "table", "record/ imports above the ground"),
                 ("lab -> lifecycle -> record -> render", "", "folders in a circle")])
 
 

@@ -1,4 +1,4 @@
-"""The kit in LAVA (scripts/lava.py, lava/kit.yaml): each cell of a
+"""The kit in LAVA (scripts/lava/, lava/kit.yaml): each cell of a
 results folder as a lava-test-case measurement, with figures worked by
 hand; the test definition and a qemu job it writes checked with LAVA's own
 schemas (Debian's lava-common), and broken ones refused with LAVA's
@@ -164,7 +164,7 @@ class Schemas(unittest.TestCase):
 
 class Run(unittest.TestCase):
     tier = "guests"
-    suites = ("sid", "bookworm")  # (bookworm's kernel: libguestfs's appliance, lava.py)
+    suites = ("sid", "bookworm")  # (bookworm's kernel: libguestfs's appliance, lava/dispatch.py)
 
     def test_a_quick_job(self):
         """lava-run (Debian's lava-dispatcher, no lava-server) runs the job

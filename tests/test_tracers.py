@@ -10,7 +10,7 @@ import record
 import stats
 import tracers
 from measure import paths
-from tracers import stap
+from tracers.stap_counts import STAPBPF_PRINTF_EVENTS
 
 
 # One configuration of each back-end and mode, with the threads it runs
@@ -36,8 +36,8 @@ class Misses(StateTest):
         cfg = configs.BY_NAME[config]
         need_tracer(self, cfg.tracer)
         # stap's printf rows: within what stapbpf keeps up with, or the kit
-        # cuts the run (tracers/stap.py's max_iter) to calls that are all misses
-        calls = (stap.STAPBPF_PRINTF_EVENTS // 2 if cfg.tracer == "stap" and cfg.action == "record"
+        # cuts the run (tracers/stap_counts.py's max_iter) to calls that are all misses
+        calls = (STAPBPF_PRINTF_EVENTS // 2 if cfg.tracer == "stap" and cfg.action == "record"
                  else 100000)
         for _ in range(5):  # stapbpf's own abort (a finding: docs/findings/) is run again
             with tempfile.TemporaryDirectory() as res:

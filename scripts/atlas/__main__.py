@@ -63,7 +63,8 @@ def main(argv=None):
         return 2
     names = [args.atlas_tools if k == args.atlas_tools else f"{args.atlas_tools}:{k}"
              for k in wanted]
-    no = refused("atlas", "ATLAS_KERNELS", ",".join(wanted), names)
+    no = refused("atlas", "ATLAS_KERNELS", ",".join(wanted), names,
+                 "make lab: mmdebstrap, chroot, module loading in the guest")
     if no:
         return no
     todo = [n for n in names
@@ -74,18 +75,20 @@ def main(argv=None):
     want_host = args.atlas_host and (args.atlas_fresh or not has_runs(host_dir))
     with host.stoppable():
         try:
+            def plan():  # said under the lock, before the tools are made
+                os.makedirs(args.results, exist_ok=True)
+                write_atlas_file(args.atlas_dir, {"tools": args.atlas_tools, "kernels": wanted,
+                                                  "threads": list(LAB_THREADS)})
+                say(f"atlas: {len(names)} kernels under {args.atlas_tools}'s tools; to measure: "
+                    + (", ".join(todo) or "none (their folders are there)")
+                    + ("; and the host" if want_host else "")
+                    + (f"; where the instructions go: {', '.join(todo_where)}" if todo_where
+                       else ""))
+            base = {"NO_INSTALL": "1" if args.no_install else "0"}
             # the lock (the labs and the runner below go on under it), the labs'
             # builds and tools once, before two labs at once would each make them
-            if not host_ready("atlas", args):
+            if not host_ready("atlas", args, plan):
                 return 1
-            os.makedirs(args.results, exist_ok=True)
-            write_atlas_file(args.atlas_dir, {"tools": args.atlas_tools, "kernels": wanted,
-                                              "threads": list(LAB_THREADS)})
-            say(f"atlas: {len(names)} kernels under {args.atlas_tools}'s tools; to measure: "
-                + (", ".join(todo) or "none (their folders are there)")
-                + ("; and the host" if want_host else "")
-                + (f"; where the instructions go: {', '.join(todo_where)}" if todo_where else ""))
-            base = {"NO_INSTALL": "1" if args.no_install else "0"}
             # the host first: its ns want a quiet machine, before hours of guests
             ok = [measure_host(args, base, host_dir)] if want_host else []
             for n in [n for n in names if n in todo or n in todo_where]:

@@ -54,7 +54,8 @@ def main(argv=None):
     args = door.inputs(parse_args, argv, __doc__, PARAMS)
     if args is None:
         return 0
-    no = refused("lab", "LAB", ",".join(args.lab), args.lab)
+    no = refused("lab", "LAB", ",".join(args.lab), args.lab,
+                 "mmdebstrap, chroot, module loading in the guest")
     if no:
         return no
     # SIGINT, SIGTERM and SIGHUP alike (host.STOPS): host.Interrupted is a

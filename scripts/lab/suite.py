@@ -138,10 +138,10 @@ def need_host_tools(no_install):
                        + (" (NO_INSTALL=1)" if no_install else ""))
 
 
-def refused(who, variable, shown, names):
+def refused(who, variable, shown, names, root_for):
     """2, said, where WHO (make lab, make atlas) cannot start: a kernel of
     NAMES the mirror does not have (VARIABLE 'SHOWN' not allowed, before
-    anything is built), or no root; else None."""
+    anything is built), or no root (needed for ROOT_FOR); else None."""
     try:
         why = the_kernels_there(names)
     except LabError as e:
@@ -150,16 +150,18 @@ def refused(who, variable, shown, names):
         say(f"{who}: {variable} '{shown}' is not allowed: {why}")
         return 2
     if os.geteuid() != 0:
-        say(f"{who}: needs root (make lab: mmdebstrap, chroot, module loading in the guest)")
+        say(f"{who}: needs root ({root_for})")
         return 2
     return None
 
 
-def host_ready(who, args):
-    """The kit's lock taken for WHO (held until it exits), the lab's tools
-    and builds made once, before a guest would each make them; False where
-    a build another user could have put there was refused (trusted.py)."""
+def host_ready(who, args, locked=lambda: None):
+    """The kit's lock taken for WHO (held until it exits), LOCKED() said
+    under it, then the lab's tools and builds made once, before a guest
+    would each make them; False where a build another user could have put
+    there was refused (trusted.py)."""
     kitlock.lock(who, args.lock_wait_s)
+    locked()
     need_host_tools(args.no_install)
     return trusted.make_all(who)
 
