@@ -244,6 +244,10 @@ def stop_when(tc, p, ready, why, stop, wait_s=120, timeout=300):
 # check tier beside the guests): below the suite's process but no test's,
 # so never among a test's descendants.
 HELPERS = set()
+# The make lab suites whose root file systems the runner's prebuild is
+# building now (run_tests.Prebuilds): mmdebstrap's mounts in their
+# rootfs.tmp are the prebuild's, no test's lab's (test_lab.lab_state).
+PREBUILDING = set()
 
 
 def descendants(root):

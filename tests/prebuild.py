@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """prebuild.py: the guests tier's root file systems, built while the
-host tier runs (tests/run_tests.py starts it, niced, under its lock).
+host tier runs (tests/run_tests.py's guests tier starts it, beside the
+host tier, niced, under the suite's lock); and how that tier keeps to the
+CPU the host tier leaves (keep_low).
 
     python3 tests/prebuild.py sid bookworm sid:trixie-backports
 
 Why: a fresh clone builds each suite's root file system once with
-mmdebstrap, some 100 s each, mostly waiting on the mirror; built here
-they cost the guests tier nothing.  Each suite is built under its own
+mmdebstrap, some 100-250 s each, mostly waiting on the mirror; built
+here, they cost the host tier nothing.  Each suite is built under its own
 lock (lab/suite.py's Suite.hold), so a lab that needs it meanwhile
 waits for it and then finds it cached, as a second make lab would.  A
 suite that cannot be built (no mirror, no space) is said in one line and
@@ -18,6 +20,7 @@ import ctypes
 import os
 import signal
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,7 +50,7 @@ def reap():
             return
 
 
-def lower():
+def lower(who="prebuild"):
     """Its session is an autogroup of its own (sched(7)), which the
     scheduler weighs as the host tier's equal whatever the nice of the
     processes in it: the group itself is set to nice 19, or the host
@@ -61,9 +64,43 @@ def lower():
         except BlockingIOError:  # (without CAP_SYS_ADMIN, one write a 100 ms on the machine)
             time.sleep(0.11)
         except OSError as e:  # (no CONFIG_SCHED_AUTOGROUP: nice 19 is enough)
-            print(f"prebuild: its autogroup's nice not set ({e})", flush=True)
+            print(f"{who}: its autogroup's nice not set ({e})", flush=True)
             return
-    print("prebuild: its autogroup's nice not set (busy three times)", flush=True)
+    print(f"{who}: its autogroup's nice not set (busy three times)", flush=True)
+
+
+def autogroup(pid="self"):
+    """(name, nice) of PID's autogroup, or None where there is none."""
+    try:
+        with open(f"/proc/{pid}/autogroup") as f:
+            name, _, nice = f.read().split()
+        return name, int(nice)
+    except (OSError, ValueError):
+        return None
+
+
+def keep_low(who, every_s=0.5):
+    """lower(), and a thread that lowers, every EVERY_S, each autogroup
+    that a process below this one starts at nice 0 with a session of its
+    own (qemu: lab/qemu.py starts it so, to stop it as one; LAVA's
+    lava-run): such a session escapes lower()'s group, and a guest would
+    take a CPU from the host tier's runs again."""
+    lower(who)
+    mine = autogroup()
+
+    def watch():
+        import procs  # (scripts/ is on the path: lab's imports above)
+        while True:
+            for pid in procs.below(os.getpid()):
+                theirs = autogroup(pid)
+                if mine and theirs and theirs[0] != mine[0] and theirs[1] < mine[1]:
+                    try:
+                        with open(f"/proc/{pid}/autogroup", "w") as f:
+                            f.write(str(mine[1]))
+                    except OSError:  # gone meanwhile, or the write's rate limit: next look
+                        pass
+            time.sleep(every_s)
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def main(names):

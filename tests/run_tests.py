@@ -11,12 +11,13 @@
 Runs tests/test_*.py with unittest, tier by tier (kit_test.TIERS: a test
 class names its own), and ends with each tier's time, the ten slowest
 tests and one line `N passed, N failed, N skipped`.  With the guests
-tier in the run, the check tier runs in a process of its own beside it
-(the guests' labs spend much of their time on one CPU: building images,
-booting one guest, copying rows back; its output follows theirs), and,
-as root, the root file systems the guests boot are built
-(tests/prebuild.py, niced) while the host tier runs: so `make test`
-takes about the host tier and the guests tier, not the three.  A test that needs something this
+tier and another in the run, the guests tier runs in a process of its
+own beside them (its output follows theirs), its scheduler group at nice
+19 (the host tier's runs take a CPU first; a guest counts instructions,
+which a busy CPU does not change), and, as root, it first builds the root
+file systems its guests boot (tests/prebuild.py, niced too): so `make
+test` takes about the longer of the host and check tiers and the
+guests', not their sum.  A test that needs something this
 machine lacks (root, a tracer) is skipped with the reason, and counted
 as skipped, never as passed.  A test module that cannot be imported is
 a failed test in every run, whatever its tiers and picks.  Exit status 1
@@ -25,6 +26,7 @@ if any test failed.
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,6 +36,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kit_test  # noqa: E402
+from prebuild import keep_low  # noqa: E402
 
 
 class Outcomes(unittest.TextTestResult):
@@ -42,8 +45,8 @@ class Outcomes(unittest.TextTestResult):
     else passed.  (unittest's own counts add a failure per subtest, so
     testsRun - failures - skips can go below zero.)"""
 
-    on_tier = {}  # tier: what to start before its first test (main sets it)
-    part_skips, part_count = [], 0  # the check tier's, where it ran beside (merge)
+    before = None  # what to do before a test (main sets it): True where it took time
+    part_skips, part_count = [], 0  # the guests tier's, where it ran beside (merge)
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
@@ -59,9 +62,7 @@ class Outcomes(unittest.TextTestResult):
         if now - self.last > 0.5:
             key = f"{type(test).__module__}.{type(test).__name__} (class fixtures)"
             self.seconds[key] = self.seconds.get(key, 0.0) + now - self.last
-        hook = self.on_tier.pop(kit_test.tier_of(test), None)
-        if hook:  # (the check tier's process, beside the guests; no test's time)
-            hook()
+        if self.before and self.before(test):  # (root file systems waited for: no test's time)
             self.last = time.monotonic()
         self.started = time.monotonic()
         super().startTest(test)
@@ -117,8 +118,8 @@ def options(argv):
     p.add_argument("--times", metavar="FILE", help="every test's seconds, tab-separated")
     p.add_argument("--dir", default=HERE, help="the tests of another folder (the suite's "
                    "test of its own closing line)")
-    p.add_argument("--part", metavar="FILE", help="a part of another run's (the check tier "
-                   "beside the guests): the outcomes to FILE (JSON), no closing lines")
+    p.add_argument("--part", metavar="FILE", help="a part of another run's (the guests tier "
+                   "beside the others): the outcomes to FILE (JSON), no closing lines")
     a = p.parse_args(argv)
     a.tiers = a.tier.split(",")
     for t in a.tiers:
@@ -143,17 +144,73 @@ def start(cmd):
     return p, out
 
 
-def start_prebuild(tests):
-    """tests/prebuild.py for the root file systems the guests tier's TESTS
-    boot (kit_test.suites_of), niced so that the host tier's runs go first."""
-    names = list(dict.fromkeys(n for t in tests for n in kit_test.suites_of(t)))
-    return start(["nice", "-n", "19", sys.executable, PREBUILD, *names])
+class Prebuilds:
+    """The root file systems the guests tier's TESTS boot
+    (kit_test.suites_of), built by tests/prebuild.py, niced, while the
+    host tier runs: the suite most of them boot (sid) at once, waited for
+    before the first guest test; the others then, in a second prebuild beside that test and the ones after it (those that
+    boot sid alone go first: order), waited for before the first test
+    that boots one of them.  While one builds, its suites are
+    kit_test.PREBUILDING (mmdebstrap's mounts there are no lab's)."""
+
+    def __init__(self, tests):
+        booted = [n for t in tests for n in kit_test.suites_of(t)]
+        names = sorted(dict.fromkeys(booted), key=lambda n: -booted.count(n))  # most booted first
+        self.first = set(names[:1])
+        self.steps = [x for x in (names[:1], names[1:]) if x]
+        self.ready, self.said, self.running = set(), [], None
+        self.next()
+
+    def order(self, tests):
+        """TESTS, those that boot the first suite alone first (stable)."""
+        return sorted(tests, key=lambda t: not set(kit_test.suites_of(t)) <= self.first)
+
+    def next(self):
+        if self.running:  # (ended, or to be waited for)
+            self.said.append(finish(self.running[0]))
+            self.ready |= set(self.running[1])
+            kit_test.PREBUILDING.clear()
+            self.running = None
+        if self.steps:
+            names = self.steps.pop(0)
+            self.running = (start(["nice", "-n", "19", sys.executable, PREBUILD, *names]), names)
+            kit_test.PREBUILDING.update(names)
+
+    def before(self, test):
+        """What TEST boots built first; True where it waited for it."""
+        waited = False
+        while self.running and (self.running[0][0].poll() is not None
+                                or not set(kit_test.suites_of(test)) <= self.ready):
+            if self.running[0][0].poll() is None:
+                print("\n(waiting for the guests' root file systems: tests/prebuild.py)",
+                      flush=True)
+                waited = True
+            self.next()
+        return waited
+
+    def stop(self):
+        """Its output; what still builds stopped (SIGTERM: its clean-up)."""
+        if self.running:
+            self.said.append(finish(self.running[0], stop=True))
+            self.running = None
+            kit_test.PREBUILDING.clear()
+        return "".join(self.said)
 
 
-def start_beside(a, part):
-    """The check tier in a process of its own (this script, --part PART)."""
-    return start([sys.executable, os.path.abspath(__file__), "--tier", "check", "--dir", a.dir,
-                  "--part", part, *a.pick])
+def start_aside(a, part):
+    """The guests tier in a process of its own (this script, --part PART),
+    beside the other tiers of this run."""
+    return start(["nice", "-n", "19", sys.executable, os.path.abspath(__file__), "--tier",
+                  "guests", "--dir", a.dir, "--part", part, *a.pick])
+
+
+def stop_part(signum, frame):
+    """SIGTERM (the runner's, once: a part runs in a session of its own, out
+    of a Ctrl-C's reach): a Ctrl-C to its whole process group, as a
+    terminal's would be, so that a lab running stops as it does at one
+    (and leaves nothing), and this part then stops after that test."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    os.killpg(os.getpgrp(), signal.SIGINT)
 
 
 def finish(started, stop=False):
@@ -188,18 +245,26 @@ def main(argv):
                     or (kit_test.tier_of(t) in a.tiers
                         and (not a.pick or any(p in t.id() for p in a.pick)))),
                    key=lambda t: order.index(kit_test.tier_of(t)))
-    root_run = os.geteuid() == 0 and a.dir == HERE and not a.part
+    root = os.geteuid() == 0 and a.dir == HERE  # (a sample folder --dir attaches nothing)
+    root_run = root and not a.part
     guests = [t for t in tests if kit_test.tier_of(t) == "guests"]
-    # the check tier beside the guests: where both are in this run
-    beside = bool(not a.part and guests and any(kit_test.tier_of(t) == "check" for t in tests))
-    if beside:
-        tests = [t for t in tests if kit_test.tier_of(t) != "check"
+    # the guests tier beside the others: where both are in this run
+    aside = bool(not a.part and guests and any(kit_test.tier_of(t) != "guests" for t in tests
+                                                if type(t).__name__ != "_FailedTest"))
+    if aside:
+        tests = [t for t in tests if kit_test.tier_of(t) != "guests"
                  or type(t).__name__ == "_FailedTest"]
-    if root_run and any(kit_test.tier_of(t) != "check" for t in tests):
+        guests = []
+    elif a.part and guests:  # (the others' runs go first: instructions do not mind)
+        keep_low("the guests tier")
+        signal.signal(signal.SIGTERM, stop_part)
+        unittest.installHandler()  # (its first SIGINT: stop after this test)
+    if root_run and (aside or any(kit_test.tier_of(t) != "check" for t in tests)):
         # The root tests attach, mount and start daemons: one kit at a time
-        # on the machine (the runs they start go on under this lock).  (A
-        # sample folder, --dir, is the suite's test of itself: it attaches
-        # nothing, and waits for no other kit.)
+        # on the machine (the runs they start go on under this lock, the
+        # guests tier's beside them too).  (A sample folder, --dir, is the
+        # suite's test of itself: it attaches nothing, and waits for no
+        # other kit.)
         sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
         import kitlock
         import params
@@ -207,36 +272,31 @@ def main(argv):
     broken = [t for t in tests if type(t).__name__ == "_FailedTest"]
     before = None if a.part else kit_test.tracing_state()  # (a part: the whole run's)
     runner = unittest.TextTestRunner(verbosity=2, stream=sys.stdout, resultclass=Outcomes)
-    started = {}
-    part = tempfile.mkdtemp(prefix="kit-test-part-") if beside else None
-    outcomes = part and os.path.join(part, "check.json")  # the check tier's, beside
+    started, prebuilds = {}, None
+    part = tempfile.mkdtemp(prefix="kit-test-part-") if aside else None
+    outcomes = part and os.path.join(part, "guests.json")  # the guests tier's, beside
     told = {}  # the helpers' output, once each has ended
     try:
-        if root_run and guests:
-            started["prebuild"] = start_prebuild(guests)
-
-        def guests_start():
-            # the root file systems built before the first guest (its mounts
-            # in a chroot are no lab's), then the check tier beside them
-            if "prebuild" in started:
-                if started["prebuild"][0].poll() is None:
-                    print("\n(waiting for the guests' root file systems: tests/prebuild.py)",
-                          flush=True)
-                told["prebuild"] = finish(started["prebuild"])
-                del started["prebuild"]
-            if beside:
-                started["beside"] = start_beside(a, outcomes)
-        Outcomes.on_tier = {"guests": guests_start}
+        if aside:
+            started["aside"] = start_aside(a, outcomes)
+        elif root and guests:
+            prebuilds = Prebuilds(guests)
+            tests = [t for t in tests if t not in guests] + prebuilds.order(guests)
+            Outcomes.before = staticmethod(lambda t: kit_test.tier_of(t) == "guests"
+                                           and prebuilds.before(t))
         result = runner.run(unittest.TestSuite(tests))
-        if beside and "beside" not in started:  # (no guest test started: it runs now)
-            started["beside"] = start_beside(a, outcomes)
-        told.update({k: finish(v, stop=k == "prebuild") for k, v in started.items()})
-        if "beside" in told:
-            print(f"\nthe check tier, run beside the guests tier:\n{told['beside']}", end="")
+        if "aside" in started and started["aside"][0].poll() is None:
+            print("\n(waiting for the guests tier, beside)", flush=True)
+        told.update({k: finish(v) for k, v in started.items()})
+        started.clear()
+        if "aside" in told:
+            print(f"\nthe guests tier, run beside the others:\n{told['aside']}", end="")
             merge(result, outcomes)
     finally:
         for v in started.values():
             finish(v, stop=True)
+        if prebuilds:
+            told["prebuild"] = prebuilds.stop()
         if part:
             for f in os.listdir(part):
                 os.unlink(os.path.join(part, f))
@@ -278,10 +338,10 @@ def main(argv):
     print("\ntiers:")
     for t in order:
         if t in result.tier_seconds:
-            n = (result.part_count if beside and t == "check"
+            n = (result.part_count if aside and t == "guests"
                  else sum(1 for x in tests if kit_test.tier_of(x) == t))
             print(f"  {t:7s} {result.tier_seconds[t]:7.1f} s  {n:3d} tests  "
-                  f"({kit_test.TIERS[t]})" + ("  beside the guests" if beside and t == "check"
+                  f"({kit_test.TIERS[t]})" + ("  beside the others" if aside and t == "guests"
                                               else ""))
     print("\nslowest:")
     for tid, sec in sorted(((t, s) for t, s in result.seconds.items() if t in result.outcome_of),
@@ -294,13 +354,15 @@ def main(argv):
 
 
 def merge(result, part):
-    """The check tier's outcomes (PART, its --part file) into RESULT; a
+    """The guests tier's outcomes (PART, its --part file) into RESULT; a
     part that wrote none (it crashed) is one failed test."""
     try:
         with open(part) as f:
             got = json.load(f)
     except (OSError, ValueError):
-        result.outcome_of["run_tests.check_tier_beside_the_guests"] = "failed"
+        result.outcome_of["run_tests.guests_tier_beside_the_others"] = "failed"
+        print("\nFAIL: the guests tier, run beside the others, ended without its outcomes "
+              "(run_tests.guests_tier_beside_the_others)")
         return
     result.outcome_of.update(got["outcome_of"])
     result.seconds.update(got["seconds"])

@@ -7,7 +7,9 @@ import os
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
+import kit_test
 from kit_test import ROOT, run
 
 SAMPLE = '''import unittest
@@ -127,28 +129,35 @@ class Tiers(unittest.TestCase):
         self.assertEqual(tail[-2:], ["", "3 passed, 1 failed, 0 skipped"])
 
 
-    def test_check_beside_the_guests(self):
-        """With the guests tier in the run, the check tier runs in a process
-        of its own beside it: its output after the guests', its tests in the
-        counts and the tiers' lines ("beside the guests"); a check process
-        that dies without its outcomes is one failed test, not a green run."""
+    def test_guests_beside_the_others(self):
+        """With the guests tier and another in the run, the guests tier runs
+        in a process of its own beside them: its output after theirs, its
+        tests in the counts and the tiers' lines ("beside the others"); a
+        guests process that dies without its outcomes is one failed test,
+        not a green run."""
         parts = set(glob.glob(os.path.join(tempfile.gettempdir(), "kit-test-part-*")))
         r = run_sample(TIERED)
         out = r.stdout
-        self.assertLess(out.index("test_sample.Guests.test_fine"),
-                        out.index("the check tier, run beside the guests tier:"))
-        self.assertLess(out.index("the check tier, run beside the guests tier:"),
-                        out.index("test_sample.Check.test_fine"))
-        self.assertRegex(out, r"\n  check +\d+\.\d s +2 tests  \(.*\)  beside the guests\n")
-        r = run_sample(TIERED.replace("    def test_fine(self):\n        pass\n\n    def "
-                                      "test_asks_for_root",
+        self.assertLess(out.index("test_sample.Check.test_fine"),
+                        out.index("the guests tier, run beside the others:"))
+        self.assertLess(out.index("test_sample.Host.test_fine"),
+                        out.index("the guests tier, run beside the others:"))
+        self.assertLess(out.index("the guests tier, run beside the others:"),
+                        out.index("test_sample.Guests.test_fine"))
+        self.assertRegex(out, r"\n  guests +\d+\.\d s +1 tests  \(.*\)  beside the others\n")
+        self.assertEqual(out.strip().splitlines()[-1], "3 passed, 1 failed, 0 skipped",
+                         out[-1500:])
+        r = run_sample(TIERED.replace("class Guests(unittest.TestCase):\n    tier = \"guests\"\n\n"
+                                      "    def test_fine(self):\n        pass\n",
+                                      "class Guests(unittest.TestCase):\n    tier = \"guests\"\n\n"
                                       "    def test_fine(self):\n        import os\n"
-                                      "        os._exit(3)\n\n    def test_asks_for_root", 1))
-        self.assertEqual(r.stdout.strip().splitlines()[-1], "2 passed, 1 failed, 0 skipped",
+                                      "        os._exit(3)\n", 1))
+        self.assertEqual(r.stdout.strip().splitlines()[-1], "2 passed, 2 failed, 0 skipped",
                          r.stdout[-1500:])
+        self.assertIn("run_tests.guests_tier_beside_the_others", r.stdout)
         self.assertEqual(r.returncode, 1)
         self.assertEqual(set(glob.glob(os.path.join(tempfile.gettempdir(), "kit-test-part-*"))),
-                         parts, "the runner's folder for the check tier's outcomes stayed")
+                         parts, "the runner's folder for the guests tier's outcomes stayed")
 
 
 class Prebuild(unittest.TestCase):
@@ -171,6 +180,68 @@ class Prebuild(unittest.TestCase):
         # reads an empty file, and any /autogroup-N is then another group
         self.assertNotEqual(r.stdout.split()[0], (mine.split() or ["(root)"])[0])
         self.assertEqual(open("/proc/self/autogroup").read(), mine)
+
+
+    def test_the_first_suite_first(self):
+        """Prebuilds (the guests' root file systems, beside the host tier):
+        the suite most guests boot (sid) alone at once, the guests that boot sid alone first; the first
+        guest test waits for sid, and then the others build (PREBUILDING
+        says which, for lab_state), waited for by the first test that boots
+        one; a test whose suites are built waits for nothing."""
+        import run_tests
+
+        class Sid(unittest.TestCase):
+            tier = "guests"
+
+            def test_x(self):
+                pass
+
+            def test_y(self):
+                pass
+
+        class Old(Sid):
+            suites = ("bookworm",)
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "prebuild.py")
+            with open(fake, "w") as f:
+                f.write("import sys, time\ntime.sleep(0.5)\nprint('built', *sys.argv[1:])\n")
+            with mock.patch.object(run_tests, "PREBUILD", fake):
+                p = run_tests.Prebuilds([Old("test_x"), Sid("test_x"), Sid("test_y")])
+                try:
+                    self.assertEqual([type(t) for t in p.order([Old("test_x"), Sid("test_x")])],
+                                     [Sid, Old])
+                    self.assertEqual(kit_test.PREBUILDING, {"sid"})
+                    self.assertTrue(p.before(Sid("test_x")))
+                    self.assertEqual(kit_test.PREBUILDING, {"bookworm"})
+                    self.assertTrue(p.before(Old("test_x")))
+                    self.assertEqual(kit_test.PREBUILDING, set())
+                    self.assertFalse(p.before(Old("test_x")))
+                finally:
+                    said = p.stop()
+        self.assertEqual(said, "built sid\nbuilt bookworm\n")
+
+    def test_a_session_below_kept_low(self):
+        """keep_low (the guests tier beside the others): a process below it
+        that starts a session of its own, so an autogroup of its own at
+        nice 0 (lab/qemu.py's qemu), is set to the keeper's nice 19 within
+        a look or two; the keeper's own group is 19 as lower() sets it."""
+        if not os.path.exists("/proc/self/autogroup"):
+            self.skipTest("no /proc/self/autogroup (CONFIG_SCHED_AUTOGROUP off)")
+        code = ("import subprocess, time, prebuild\n"
+                "prebuild.keep_low('test', every_s=0.1)\n"
+                "p = subprocess.Popen(['sleep', '30'], start_new_session=True)\n"
+                "try:\n"
+                "    for _ in range(50):\n"
+                "        time.sleep(0.1)\n"
+                "        if prebuild.autogroup(p.pid)[1] == 19: break\n"
+                "    print(prebuild.autogroup()[1], prebuild.autogroup(p.pid)[1],\n"
+                "          prebuild.autogroup(p.pid)[0] != prebuild.autogroup()[0])\n"
+                "finally:\n"
+                "    p.kill(); p.wait()\n")
+        r = run([sys.executable, "-c", code], cwd=os.path.join(ROOT, "tests"),
+                start_new_session=True)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertEqual(r.stdout, "19 19 True\n")
 
 
 class Mutants(unittest.TestCase):
