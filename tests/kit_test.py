@@ -241,7 +241,7 @@ def stop_when(tc, p, ready, why, stop, wait_s=120, timeout=300):
 
 
 # The runner's own helpers (run_tests.py: the root file systems' build, the
-# check tier beside the guests): below the suite's process but no test's,
+# guests tier beside the others): below the suite's process but no test's,
 # so never among a test's descendants.
 HELPERS = set()
 # The make lab suites whose root file systems the runner's prebuild is

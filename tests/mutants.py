@@ -414,7 +414,7 @@ MUTANTS = [
      'if (type(t).__name__ == "_FailedTest" and not a.pick)\n                    or (',
      ["Tiers.test_an_import_failure_whatever_the_pick"]),
     ("the guests tier beside the others, its outcomes dropped (issue 69)", "tests/run_tests.py",
-     "            merge(result, outcomes)\n", "", ["Tiers.test_guests_beside_the_others"]),
+     "            merge(result, outcomes, asked)\n", "", ["Tiers.test_guests_beside_the_others"]),
     ("a guests tier that died beside the others counted as nothing (issue 69)",
      "tests/run_tests.py", '        result.outcome_of["run_tests.guests_tier_beside_the_others"] '
      '= "failed"\n', "", ["Tiers.test_guests_beside_the_others"]),
@@ -424,6 +424,9 @@ MUTANTS = [
     ("a guest test that waits for no root file system (issue 69)", "tests/run_tests.py",
      "                                or not set(kit_test.suites_of(test)) <= self.ready):",
      "                                or False):", ["Prebuild.test_the_first_suite_first"]),
+    ("a Ctrl-C never reaching the lab of the guests tier beside (issue 69)",
+     "tests/run_tests.py", "    os.killpg(os.getpgrp(), signal.SIGINT)\n", "",
+     ["Tiers.test_a_ctrl_c_stops_the_guests_beside"]),
     ("a guest's session of its own left at the host tier's share (issue 69)", "tests/prebuild.py",
      "theirs[1] < mine[1]:", "theirs[1] < mine[1] - 99:", ["Prebuild.test_a_session_below_kept_low"]),
     ("a script that exits early timed as the whole run (issue 67)", "scripts/tracers/base.py",

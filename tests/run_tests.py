@@ -26,6 +26,7 @@ if any test failed.
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,7 +37,6 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kit_test  # noqa: E402
-from prebuild import keep_low  # noqa: E402
 
 
 class Outcomes(unittest.TextTestResult):
@@ -133,11 +133,13 @@ def options(argv):
 PREBUILD = os.path.join(HERE, "prebuild.py")
 
 
-def start(cmd):
+def start(cmd, out_path=None):
     """CMD, one of the runner's helpers: in a session of its own (finish
     stops it), no test's descendant (kit_test.HELPERS), its output to a
-    file; (its process, that file)."""
-    out = tempfile.TemporaryFile("w+", errors="replace")
+    file (OUT_PATH where given: one to follow meanwhile); (its process,
+    that file)."""
+    out = (open(out_path, "w+", errors="replace") if out_path
+           else tempfile.TemporaryFile("w+", errors="replace"))
     p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                          start_new_session=True)
     kit_test.HELPERS.add(p.pid)
@@ -165,16 +167,28 @@ class Prebuilds:
         """TESTS, those that boot the first suite alone first (stable)."""
         return sorted(tests, key=lambda t: not set(kit_test.suites_of(t)) <= self.first)
 
+    stopping = False  # (a stop asked: stop_part)
+
     def next(self):
         if self.running:  # (ended, or to be waited for)
+            p = self.running[0][0]
+            while p.poll() is None:  # (in slices: a stop asked meanwhile ends the wait)
+                if self.stopping:
+                    raise KeyboardInterrupt
+                time.sleep(0.2)
             self.said.append(finish(self.running[0]))
             self.ready |= set(self.running[1])
             kit_test.PREBUILDING.clear()
             self.running = None
-        if self.steps:
+        if self.steps and not self.stopping:
             names = self.steps.pop(0)
-            self.running = (start(["nice", "-n", "19", sys.executable, PREBUILD, *names]), names)
-            kit_test.PREBUILDING.update(names)
+            try:
+                self.running = (start(["nice", "-n", "19", sys.executable, PREBUILD, *names]),
+                                names)
+                kit_test.PREBUILDING.update(names)
+            except OSError as e:  # (left to the labs, which say why they cannot build)
+                self.said.append(f"prebuild: {', '.join(names)}: not started ({e})\n")
+                self.ready |= set(names)
 
     def before(self, test):
         """What TEST boots built first; True where it waited for it."""
@@ -198,18 +212,41 @@ class Prebuilds:
 
 
 def start_aside(a, part):
-    """The guests tier in a process of its own (this script, --part PART),
-    beside the other tiers of this run."""
+    """The guests tier in a process of its own (this script, --part PART,
+    its output in PART's folder to follow meanwhile), beside the other
+    tiers of this run."""
     return start(["nice", "-n", "19", sys.executable, os.path.abspath(__file__), "--tier",
-                  "guests", "--dir", a.dir, "--part", part, *a.pick])
+                  "guests", "--dir", a.dir, "--part", part, *a.pick],
+                 os.path.join(os.path.dirname(part), "guests.out"))
+
+
+PR_SET_PDEATHSIG = 1
+PARENT = os.getppid()  # (the runner, for a part)
+
+
+def as_part():
+    """The guests tier's process, beside the others: its CPU share the one
+    they leave (prebuild.keep_low), and stopped by a SIGTERM, its
+    runner's, or its runner's end (PR_SET_PDEATHSIG) as by a Ctrl-C."""
+    from prebuild import keep_low  # (a broken lab/ fails the guests tier alone)
+    keep_low("the guests tier")
+    signal.signal(signal.SIGTERM, stop_part)
+    unittest.installHandler()  # (its first SIGINT: stop after this test)
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != PARENT:  # (the runner gone before the line above)
+        stop_part(signal.SIGTERM, None)
 
 
 def stop_part(signum, frame):
     """SIGTERM (the runner's, once: a part runs in a session of its own, out
     of a Ctrl-C's reach): a Ctrl-C to its whole process group, as a
     terminal's would be, so that a lab running stops as it does at one
-    (and leaves nothing), and this part then stops after that test."""
+    (and leaves nothing), and this part then stops after that test; a
+    wait for a root file system ends at once, and the prebuild is stopped
+    by the runner's clean-up."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    Prebuilds.stopping = True
     os.killpg(os.getpgrp(), signal.SIGINT)
 
 
@@ -251,14 +288,14 @@ def main(argv):
     # the guests tier beside the others: where both are in this run
     aside = bool(not a.part and guests and any(kit_test.tier_of(t) != "guests" for t in tests
                                                 if type(t).__name__ != "_FailedTest"))
+    asked = set()  # the guests tier's tests, where it runs beside: each must come back
     if aside:
+        asked = {t.id() for t in guests if type(t).__name__ != "_FailedTest"}
         tests = [t for t in tests if kit_test.tier_of(t) != "guests"
                  or type(t).__name__ == "_FailedTest"]
         guests = []
     elif a.part and guests:  # (the others' runs go first: instructions do not mind)
-        keep_low("the guests tier")
-        signal.signal(signal.SIGTERM, stop_part)
-        unittest.installHandler()  # (its first SIGINT: stop after this test)
+        as_part()
     if root_run and (aside or any(kit_test.tier_of(t) != "check" for t in tests)):
         # The root tests attach, mount and start daemons: one kit at a time
         # on the machine (the runs they start go on under this lock, the
@@ -286,21 +323,20 @@ def main(argv):
                                            and prebuilds.before(t))
         result = runner.run(unittest.TestSuite(tests))
         if "aside" in started and started["aside"][0].poll() is None:
-            print("\n(waiting for the guests tier, beside)", flush=True)
+            print(f"\n(waiting for the guests tier, beside: its output so far in "
+                  f"{started['aside'][1].name})", flush=True)
         told.update({k: finish(v) for k, v in started.items()})
         started.clear()
         if "aside" in told:
             print(f"\nthe guests tier, run beside the others:\n{told['aside']}", end="")
-            merge(result, outcomes)
+            merge(result, outcomes, asked)
     finally:
         for v in started.values():
             finish(v, stop=True)
         if prebuilds:
             told["prebuild"] = prebuilds.stop()
         if part:
-            for f in os.listdir(part):
-                os.unlink(os.path.join(part, f))
-            os.rmdir(part)
+            shutil.rmtree(part, ignore_errors=True)
     if told.get("prebuild", "").strip():
         print("\n" + told["prebuild"].strip())
     # (a subtest's skip is its test's: named by that test's class, counted once)
@@ -311,6 +347,7 @@ def main(argv):
     if a.part:  # a part of another run: its outcomes, for that run's closing lines
         with open(a.part, "w") as f:
             json.dump({"outcome_of": result.outcome_of, "seconds": result.seconds,
+                       "stopped": result.shouldStop,
                        "tier_seconds": result.tier_seconds,
                        "skips": [[list(k), c] for k, c in skips.items()]}, f)
         return 1 if result.counts()[1] else 0
@@ -353,22 +390,29 @@ def main(argv):
     return 1 if failed or not passed + skipped else 0
 
 
-def merge(result, part):
+def merge(result, part, asked):
     """The guests tier's outcomes (PART, its --part file) into RESULT; a
-    part that wrote none (it crashed) is one failed test."""
+    part that wrote none (it crashed), was stopped, or left one of ASKED
+    (the ids it was to run) without an outcome is one failed test more."""
+    why = None
     try:
         with open(part) as f:
             got = json.load(f)
     except (OSError, ValueError):
+        got, why = None, "ended without its outcomes"
+    if got:
+        result.outcome_of.update(got["outcome_of"])
+        result.seconds.update(got["seconds"])
+        result.tier_seconds.update(got["tier_seconds"])
+        result.part_skips = [(tuple(k), c) for k, c in got["skips"]]
+        result.part_count = len(set(got["outcome_of"]) & asked)
+        missed = asked - set(got["outcome_of"])
+        if got.get("stopped") or missed:
+            why = f"was stopped with {len(missed)} of its {len(asked)} tests not run"
+    if why:
         result.outcome_of["run_tests.guests_tier_beside_the_others"] = "failed"
-        print("\nFAIL: the guests tier, run beside the others, ended without its outcomes "
+        print(f"\nFAIL: the guests tier, run beside the others, {why} "
               "(run_tests.guests_tier_beside_the_others)")
-        return
-    result.outcome_of.update(got["outcome_of"])
-    result.seconds.update(got["seconds"])
-    result.tier_seconds.update(got["tier_seconds"])
-    result.part_skips = [(tuple(k), c) for k, c in got["skips"]]
-    result.part_count = len(got["outcome_of"])
 
 
 if __name__ == "__main__":

@@ -42,11 +42,13 @@ LAB_PY = os.path.join(SCRIPTS, "lab")
 
 
 def lab_state():
-    """What a lab could leave behind: qemu processes, mounts under the
+    """What a lab could leave behind: qemu processes below this one (the
+    suite, their subreaper: what a lab orphaned is still below it; not
+    another tier's `qemu-system-x86_64 --version`), mounts under the
     repository (but those of a root file system the runner's prebuild is
     building beside: kit_test.PREBUILDING), loop devices."""
-    qemu = subprocess.run(["pgrep", "-f", "qemu-system"], stdout=subprocess.PIPE,
-                          text=True).stdout.split()
+    qemu = sorted(pid for pid, comm in descendants(os.getpid()).items()
+                  if comm.startswith("qemu-system"))
     theirs = tuple(os.path.join(common.LAB_DIR, suite.folder_name(n), "rootfs.tmp") + "/"
                    for n in kit_test.PREBUILDING)
     with open("/proc/mounts") as f:

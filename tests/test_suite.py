@@ -4,8 +4,11 @@ test, however many of its subtests failed or were skipped; its tiers
 each tier's time and the slowest tests printed before that line."""
 import glob
 import os
+import signal
+import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from unittest import mock
 
@@ -156,6 +159,78 @@ class Tiers(unittest.TestCase):
                          r.stdout[-1500:])
         self.assertIn("run_tests.guests_tier_beside_the_others", r.stdout)
         self.assertEqual(r.returncode, 1)
+        self.assertEqual(set(glob.glob(os.path.join(tempfile.gettempdir(), "kit-test-part-*"))),
+                         parts, "the runner's folder for the guests tier's outcomes stayed")
+
+
+    STOPPED = '''import os, subprocess, sys, time, unittest
+
+HERE = os.environ["KIT_SAMPLE_DIR"]
+
+
+class Host(unittest.TestCase):
+    tier = "host"
+
+    def test_waits(self):
+        open(os.path.join(HERE, "host"), "w").close()
+        time.sleep(60)
+
+
+class Guests(unittest.TestCase):
+    tier = "guests"
+
+    def test_a_lab(self):  # a lab that cleans up at a Ctrl-C, as make lab does
+        code = ("import os, signal, sys, time\\n"
+                "def stop(s, f):\\n"
+                "    open(os.path.join(sys.argv[1], 'cleaned'), 'w').close()\\n"
+                "    sys.exit(130)\\n"
+                "signal.signal(signal.SIGINT, stop)\\n"
+                "open(os.path.join(sys.argv[1], 'lab'), 'w').close()\\n"
+                "time.sleep(60)\\n")
+        subprocess.run([sys.executable, "-c", code, HERE])
+
+    def test_b_after(self):
+        open(os.path.join(HERE, "after"), "w").close()
+'''
+
+    def test_a_ctrl_c_stops_the_guests_beside(self):
+        """Ctrl-C at the runner while the guests tier runs beside: its
+        process gets it (a SIGTERM, passed on as a Ctrl-C to its group), the
+        lab running cleans up as at a Ctrl-C, the tier stops after that
+        test, the runner ends within seconds, and nothing of it is left (no
+        process, no folder for its outcomes)."""
+        parts = set(glob.glob(os.path.join(tempfile.gettempdir(), "kit-test-part-*")))
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "test_sample.py"), "w") as f:
+                f.write(self.STOPPED)
+            p = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "run_tests.py"),
+                                  "--dir", d], env=dict(os.environ, CI="false", KIT_SAMPLE_DIR=d),
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            try:
+                deadline = time.monotonic() + 30
+                while not all(os.path.exists(os.path.join(d, x)) for x in ("host", "lab")):
+                    self.assertLess(time.monotonic(), deadline, "the sample never started")
+                    time.sleep(0.1)
+                p.send_signal(signal.SIGINT)
+                try:
+                    out = p.communicate(timeout=30)[0]
+                except subprocess.TimeoutExpired:
+                    self.fail("the runner had not ended 30 s after its Ctrl-C")
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            self.assertNotEqual(p.returncode, 0, out[-1500:])
+            self.assertTrue(os.path.exists(os.path.join(d, "cleaned")), out[-1500:])
+            self.assertFalse(os.path.exists(os.path.join(d, "after")), out[-1500:])
+            def cmdline(pid):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        return f.read()
+                except OSError:  # gone meanwhile
+                    return b""
+            left = [pid for pid in os.listdir("/proc") if pid.isdigit() and d.encode() in cmdline(pid)]
+            self.assertEqual(left, [], out[-1500:])
         self.assertEqual(set(glob.glob(os.path.join(tempfile.gettempdir(), "kit-test-part-*"))),
                          parts, "the runner's folder for the guests tier's outcomes stayed")
 
