@@ -150,10 +150,13 @@ class Prebuilds:
     """The root file systems the guests tier's TESTS boot
     (kit_test.suites_of), built by tests/prebuild.py, niced, while the
     host tier runs: the suite most of them boot (sid) at once, waited for
-    before the first guest test; the others then, in a second prebuild beside that test and the ones after it (those that
-    boot sid alone go first: order), waited for before the first test
-    that boots one of them.  While one builds, its suites are
-    kit_test.PREBUILDING (mmdebstrap's mounts there are no lab's)."""
+    before the first guest test; the others then, in a second prebuild
+    beside that test and the ones after it (those that boot sid alone go
+    first: order), waited for before the first test that boots one of
+    them.  While one builds, its suites are kit_test.PREBUILDING
+    (mmdebstrap's mounts there are no lab's)."""
+
+    stopping = False  # (a stop asked: stop_part)
 
     def __init__(self, tests):
         booted = [n for t in tests for n in kit_test.suites_of(t)]
@@ -166,8 +169,6 @@ class Prebuilds:
     def order(self, tests):
         """TESTS, those that boot the first suite alone first (stable)."""
         return sorted(tests, key=lambda t: not set(kit_test.suites_of(t)) <= self.first)
-
-    stopping = False  # (a stop asked: stop_part)
 
     def next(self):
         if self.running:  # (ended, or to be waited for)
@@ -408,7 +409,7 @@ def merge(result, part, asked):
         result.part_count = len(set(got["outcome_of"]) & asked)
         missed = asked - set(got["outcome_of"])
         if got.get("stopped") or missed:
-            why = f"was stopped with {len(missed)} of its {len(asked)} tests not run"
+            why = f"was stopped, {len(missed)} of its {len(asked)} tests not run"
     if why:
         result.outcome_of["run_tests.guests_tier_beside_the_others"] = "failed"
         print(f"\nFAIL: the guests tier, run beside the others, {why} "

@@ -229,7 +229,8 @@ class Guests(unittest.TestCase):
                         return f.read()
                 except OSError:  # gone meanwhile
                     return b""
-            left = [pid for pid in os.listdir("/proc") if pid.isdigit() and d.encode() in cmdline(pid)]
+            left = [pid for pid in os.listdir("/proc")
+                    if pid.isdigit() and d.encode() in cmdline(pid)]
             self.assertEqual(left, [], out[-1500:])
         self.assertEqual(set(glob.glob(os.path.join(tempfile.gettempdir(), "kit-test-part-*"))),
                          parts, "the runner's folder for the guests tier's outcomes stayed")
@@ -256,13 +257,13 @@ class Prebuild(unittest.TestCase):
         self.assertNotEqual(r.stdout.split()[0], (mine.split() or ["(root)"])[0])
         self.assertEqual(open("/proc/self/autogroup").read(), mine)
 
-
     def test_the_first_suite_first(self):
         """Prebuilds (the guests' root file systems, beside the host tier):
-        the suite most guests boot (sid) alone at once, the guests that boot sid alone first; the first
-        guest test waits for sid, and then the others build (PREBUILDING
-        says which, for lab_state), waited for by the first test that boots
-        one; a test whose suites are built waits for nothing."""
+        the suite most guests boot (sid) alone at once, the guests that
+        boot sid alone first; the first guest test waits for sid, and then
+        the others build (PREBUILDING says which, for lab_state), waited
+        for by the first test that boots one; a test whose suites are built
+        waits for nothing."""
         import run_tests
 
         class Sid(unittest.TestCase):
