@@ -225,9 +225,11 @@ class Icount(unittest.TestCase):
         with tempfile.TemporaryDirectory() as res1, tempfile.TemporaryDirectory() as res2:
             first, second = self.lab(res1), self.lab(res2)
         # At 1 thread, from each cell's fastest run: a timer interrupt that
-        # lands in a 20000-call window (~3% of them) adds thousands of
-        # instructions, ~0.1-0.25 a call, and interrupts only ever add.  (At
-        # 2 threads a switch between them does the same: README.)
+        # lands in a 20000-call window (~0.12 ms of guest time: a tick at
+        # HZ=250 in some 3% of them, each run at a random phase of it, see
+        # measure/supervise.py's TICKS_S) adds thousands of instructions,
+        # ~0.25 a call, and interrupts only ever add.  (At 2 threads a
+        # switch between them does the same: docs/lab.md.)
         for idle in ("idle-sdt", "idle-sdt-nop5"):
             for cells in (first, second):
                 with self.subTest(config=idle):

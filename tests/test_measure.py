@@ -554,6 +554,84 @@ class WaitLoop(unittest.TestCase):
         # A spinning loop would use ~2 s of CPU in those 2 s.
         self.assertLess(cpu, 0.5)
 
+    def waited(self, cmd, limit, dephase=False, tracer=None):
+        """CMD run under the runner's wait (TRACER: one with nothing to
+        watch), with a time limit of LIMIT s: (its reason, the wait's
+        pauses as (descriptor or None, seconds), in order, and the index
+        among them at which the command started)."""
+        import run as runner
+        from unittest import mock
+        from measure import supervise
+        pauses, started = [], []
+        real_pause, real_popen = supervise.pause, supervise.subprocess.Popen
+
+        def pause(fd, seconds):
+            pauses.append((fd, seconds))
+            real_pause(fd, seconds)
+
+        def popen(*a, **kw):
+            started.append(len(pauses))
+            return real_popen(*a, **kw)
+        with tempfile.TemporaryDirectory() as res:
+            k = kitmod.Kit(runner.parse_args(["--quick", "1", "--results", res,
+                                              "--time-limit", str(limit)]))
+            try:
+                k.open()
+                tracer = tracer or tracers.Tracer()
+                r = kitmod.Run(k, configs.BY_NAME["baseline"], tracer, 1, 1, 1)
+                with mock.patch.object(supervise, "pause", pause), \
+                        mock.patch.object(supervise.subprocess, "Popen", popen), \
+                        mock.patch.object(supervise.random, "uniform", lambda a, b: (a + b) / 4):
+                    _, _, why = k.sup.execute(tracer, r, cmd, k.time_limit(r), ROOT,
+                                              dephase=dephase)
+            finally:
+                k.close()
+        return why, pauses, started[0]
+
+    def test_a_run_with_nothing_to_watch_is_not_woken(self):
+        """With no tracer process of its own to look at and no pid to
+        learn, the wait sleeps until the command ends (its pidfd), not a
+        turn every POLL_S (a 0.5 s command: 50 turns), whose wake-ups land
+        in short runs' windows; and its time limit holds there too."""
+        why, pauses, _ = self.waited(["sleep", "0.5"], 60)
+        self.assertIn("printed 0 records", why)  # it ended, and was read (not the target)
+        self.assertEqual(len(pauses), 1, pauses)
+        self.assertIsNotNone(pauses[0][0])  # the command's pidfd
+        t0 = time.monotonic()
+        why, pauses, _ = self.waited(["sleep", "30"], 1)
+        self.assertEqual(why, "sleep hung: killed after 1 s")
+        self.assertLess(time.monotonic() - t0, 10)
+        self.assertLessEqual(len(pauses), 2, pauses)
+
+    def test_a_guest_runs_at_a_random_phase_of_the_tick(self):
+        """DEPHASE (the kit passes it where the clock counts instructions):
+        a pause of a random part of TICKS_S before the command starts,
+        none without it."""
+        from measure import supervise
+        why, pauses, at = self.waited(["true"], 60, dephase=True)
+        self.assertIn("printed 0 records", why)
+        self.assertEqual((at, pauses[0]), (1, (None, supervise.TICKS_S / 4)))
+        why, pauses, at = self.waited(["true"], 60)
+        self.assertEqual(at, 0)
+        self.assertNotIn(None, [fd for fd, _ in pauses])
+        import run as runner
+        for unit, dephase in (("instructions", True), ("ns", False)):
+            asked = []
+
+            def execute(*a, **kw):
+                asked.append(kw["dephase"])
+                raise tracers.TracerError("not run here")
+            with tempfile.TemporaryDirectory() as res:
+                k = kitmod.Kit(runner.parse_args(["--quick", "1", "--results", res,
+                                                  "--unit", unit]))
+                try:
+                    k.open()
+                    k.sup.execute = execute
+                    row, _ = k.run_one(configs.BY_NAME["baseline"], 1, 1000, 1)
+                finally:
+                    k.close()
+            self.assertEqual((asked, row["reason"]), ([dephase], "not run here"))
+
 
 if __name__ == "__main__":
     unittest.main()

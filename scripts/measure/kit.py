@@ -215,7 +215,8 @@ class Kit:
             cmd = tracer.wrap(run, run.target())
             rec, rusage, why = self.sup.execute(
                 tracer, run, cmd, self.time_limit(run), ROOT,
-                release=release if cfg.attach == "running" else None)
+                release=release if cfg.attach == "running" else None,
+                dephase=self.args.unit == record.INSTRUCTIONS)
             if why:
                 raise TracerError(why)
             ev = tracer.events(run)

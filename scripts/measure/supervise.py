@@ -10,7 +10,9 @@ at the end through a tracefs mount of its own if tracefs was unmounted.
 Nothing to run: measure/kit.py's Kit owns one Supervisor.
 """
 import os
+import random
 import re
+import select
 import signal
 import subprocess
 import time
@@ -27,6 +29,31 @@ KILL_TRIES = 100  # rounds of SIGKILL over a session before giving up
 KILL_PAUSE_S = 0.05  # between those rounds
 WAIT_S = 10  # for a killed command to be reaped
 EXPLAIN_LINES = 3  # lines of a failed run's log quoted in its reason
+# Where the clock counts instructions (a guest under QEMU's -icount, no
+# other clock in it), time passes only as instructions run, and an idle
+# guest jumps to its next timer: after the fsync of a run's row, the next
+# run began a fixed number of instructions after the kernel's tick, and 7
+# in 10 of QUICK's 0.12 ms windows held that tick (5.4k instructions, 0.27
+# a call).  A random pause over a whole number of ticks at HZ=100, 250,
+# 300 and 1000 before each run gives each window the tick's own odds.
+TICKS_S = 0.02
+
+
+def exit_fd(pid):
+    """A descriptor that reads ready once PID has ended (a pidfd), or None
+    where the kernel has none (before 5.3): the wait then polls."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def pause(fd, seconds):
+    """Sleeps SECONDS, or less if FD reads ready (its process ended)."""
+    if fd is None:
+        time.sleep(max(0.0, seconds))
+    else:
+        select.select([fd], [], [], max(0.0, seconds))
 
 
 class Supervisor:
@@ -36,16 +63,19 @@ class Supervisor:
         self.set_up = []  # back-ends whose teardown is pending
         self.tracer_pids = {}  # binary: pids of the tracer processes run on it
 
-    def execute(self, tracer, run, cmd, limit, cwd, release=None):
+    def execute(self, tracer, run, cmd, limit, cwd, release=None, dephase=False):
         """Starts CMD in its own session and waits, up to LIMIT seconds.
         With RELEASE, CMD is a target that holds (--hold) until a byte on
         its stdin: RELEASE() runs once it has started (Popen returns after
         the exec, so its binary is mapped), then the byte is sent; if
         RELEASE raises, the target is killed and the error passed on.
-        Returns (the target's record, the rusage of CMD and its children,
+        DEPHASE: a pause of a random part of TICKS_S first (before the
+        start, or the release).  Returns (the target's record, the rusage of CMD and its children,
         why it failed or None)."""
         out_path = os.path.join(run.scratch, "target.json")
         stdin = subprocess.PIPE if release else subprocess.DEVNULL
+        if dephase and not release:
+            pause(None, random.uniform(0, TICKS_S))
         with open(out_path, "w") as out, open(run.log, "a") as log:
             log.write("$ " + " ".join(cmd) + "\n")
             log.flush()
@@ -56,6 +86,8 @@ class Supervisor:
         if release:
             try:
                 release()
+                if dephase:
+                    pause(None, random.uniform(0, TICKS_S))
                 self.child.stdin.write(b"\n")
             finally:
                 self.child.stdin.close()  # the target's end of file, if not released
@@ -64,21 +96,33 @@ class Supervisor:
         watching = True
         # One loop, one sleep a turn: the runner must not compete for a CPU
         # with the run it measures, and the time limit holds in every state.
-        while status is None:
-            gone = tracer.live_ended(run)  # (looked at before the target: see below)
-            pid, st, ru = os.wait4(self.child.pid, os.WNOHANG)
-            if pid:
-                status, rusage = st, ru
-                break
-            if gone:  # the tracer's own process ended, and the target runs on
-                run.state.live.early = True
-            check_signalled()  # one that landed in a step that had deferred it
-            if watching:
-                watching = not tracer.watch(run, self.child.pid)
-            if time.monotonic() > deadline:
-                self.kill_child()
-                return None, None, f"{os.path.basename(cmd[0])} hung: killed after {limit:.0f} s"
-            time.sleep(POLL_S)
+        # With nothing else to look at (no tracer's process of its own, no
+        # pid to learn), the turn's sleep lasts until the command ends: a
+        # wake-up every POLL_S would land in the timed window of a run
+        # shorter than it (a guest's QUICK run: some 0.12 ms of guest time;
+        # its timer interrupt added 5,382 instructions to 2 in 3 of them).
+        ended = exit_fd(self.child.pid)
+        try:
+            while status is None:
+                gone = tracer.live_ended(run)  # (looked at before the target: see below)
+                pid, st, ru = os.wait4(self.child.pid, os.WNOHANG)
+                if pid:
+                    status, rusage = st, ru
+                    break
+                if gone:  # the tracer's own process ended, and the target runs on
+                    run.state.live.early = True
+                check_signalled()  # one that landed in a step that had deferred it
+                if watching:
+                    watching = not tracer.watch(run, self.child.pid)
+                if time.monotonic() > deadline:
+                    self.kill_child()
+                    return None, None, (f"{os.path.basename(cmd[0])} hung: "
+                                        f"killed after {limit:.0f} s")
+                quiet = ended is not None and not watching and not tracer.live_watched(run)
+                pause(ended, deadline - time.monotonic() + POLL_S if quiet else POLL_S)
+        finally:
+            if ended is not None:
+                os.close(ended)
         self.child.returncode = os.waitstatus_to_exitcode(status)
         self.kill_child()  # whatever the tracer left of the group (a stray target)
         name = os.path.basename(cmd[0])

@@ -156,15 +156,20 @@ class Tracer:
         True: a back-end that must learn its tracer's pid does it here."""
         return True
 
+    def live_watched(self, run):
+        """Whether its own process (start_live) runs, not yet seen to end:
+        the wait for the target looks at it each turn (live_ended)."""
+        live = getattr(getattr(run, "state", None), "live", None)
+        return live is not None and live.status is None and not live.early
+
     def live_ended(self, run):
         """Whether its own process (start_live) has ended by now, where it
         was not seen so before: the wait for the target (measure/supervise.py)
         looks here first, then at the target, and one that ended while the
         target still ran ended by itself (Live.early: a user's script's
         exit())."""
-        live = getattr(getattr(run, "state", None), "live", None)
-        return (live is not None and live.status is None and not live.early
-                and bool(os.waitid(os.P_PID, live.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)))
+        return self.live_watched(run) and bool(os.waitid(
+            os.P_PID, run.state.live.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT))
 
     def events(self, run):
         """An Events (record.py): seen, dropped, note, and what else the
