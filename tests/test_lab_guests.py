@@ -230,7 +230,7 @@ class Icount(unittest.TestCase):
         # lands in a 20000-call window (~0.12 ms of guest time: a tick at
         # HZ=250 in some 3% of them, each run at a random phase of it, see
         # measure/supervise.py's TICKS_S) adds thousands of instructions,
-        # ~0.25 a call, and interrupts only ever add.  (At 2 threads a
+        # ~0.27 a call, and interrupts only ever add.  (At 2 threads a
         # switch between them does the same: docs/lab.md.)
         for idle in ("idle-sdt", "idle-sdt-nop5"):
             for cells in (first, second):

@@ -554,66 +554,78 @@ class WaitLoop(unittest.TestCase):
         # A spinning loop would use ~2 s of CPU in those 2 s.
         self.assertLess(cpu, 0.5)
 
-    def waited(self, cmd, limit, dephase=False, tracer=None):
-        """CMD run under the runner's wait (TRACER: one with nothing to
-        watch), with a time limit of LIMIT s: (its reason, the wait's
-        pauses as (descriptor or None, seconds), in order, and the index
-        among them at which the command started)."""
+    def waited(self, cmd, limit, dephase=False, hold=False):
+        """CMD run under the runner's wait (a tracer with nothing to
+        watch; HOLD: CMD holds for a release, as a target attached while it
+        runs), with a time limit of LIMIT s: (its reason, what the wait
+        did in order: ("start",), ("release",), ("pause", descriptor or
+        None, seconds))."""
         import run as runner
         from unittest import mock
         from measure import supervise
-        pauses, started = [], []
+        did = []
         real_pause, real_popen = supervise.pause, supervise.subprocess.Popen
 
         def pause(fd, seconds):
-            pauses.append((fd, seconds))
+            did.append(("pause", fd, seconds))
             real_pause(fd, seconds)
 
         def popen(*a, **kw):
-            started.append(len(pauses))
+            did.append(("start",))
             return real_popen(*a, **kw)
         with tempfile.TemporaryDirectory() as res:
             k = kitmod.Kit(runner.parse_args(["--quick", "1", "--results", res,
                                               "--time-limit", str(limit)]))
             try:
                 k.open()
-                tracer = tracer or tracers.Tracer()
+                tracer = tracers.Tracer()
                 r = kitmod.Run(k, configs.BY_NAME["baseline"], tracer, 1, 1, 1)
                 with mock.patch.object(supervise, "pause", pause), \
                         mock.patch.object(supervise.subprocess, "Popen", popen), \
                         mock.patch.object(supervise.random, "uniform", lambda a, b: (a + b) / 4):
-                    _, _, why = k.sup.execute(tracer, r, cmd, k.time_limit(r), ROOT,
-                                              dephase=dephase)
+                    _, _, why = k.sup.execute(
+                        tracer, r, cmd, k.time_limit(r), ROOT, dephase=dephase,
+                        release=(lambda: did.append(("release",))) if hold else None)
             finally:
                 k.close()
-        return why, pauses, started[0]
+        return why, did
 
     def test_a_run_with_nothing_to_watch_is_not_woken(self):
         """With no tracer process of its own to look at and no pid to
         learn, the wait sleeps until the command ends (its pidfd), not a
         turn every POLL_S (a 0.5 s command: 50 turns), whose wake-ups land
-        in short runs' windows; and its time limit holds there too."""
-        why, pauses, _ = self.waited(["sleep", "0.5"], 60)
+        in short runs' windows; and its time limit holds there too.  (A
+        kernel without pidfds, before 5.3, polls as before: skipped.)"""
+        from measure import supervise
+        fd = supervise.exit_fd(os.getpid())
+        if fd is None:
+            self.skipTest("no pidfd_open here (Linux 5.3): the wait polls")
+        os.close(fd)
+        why, did = self.waited(["sleep", "0.5"], 60)
         self.assertIn("printed 0 records", why)  # it ended, and was read (not the target)
-        self.assertEqual(len(pauses), 1, pauses)
-        self.assertIsNotNone(pauses[0][0])  # the command's pidfd
+        self.assertEqual([x[0] for x in did], ["start", "pause"], did)
+        self.assertIsNotNone(did[1][1])  # the command's pidfd
         t0 = time.monotonic()
-        why, pauses, _ = self.waited(["sleep", "30"], 1)
+        why, did = self.waited(["sleep", "30"], 1)
         self.assertEqual(why, "sleep hung: killed after 1 s")
         self.assertLess(time.monotonic() - t0, 10)
-        self.assertLessEqual(len(pauses), 2, pauses)
+        self.assertLessEqual(len(did), 3, did)
 
     def test_a_guest_runs_at_a_random_phase_of_the_tick(self):
         """DEPHASE (the kit passes it where the clock counts instructions):
-        a pause of a random part of TICKS_S before the command starts,
-        none without it."""
+        a pause of a random part of TICKS_S before the command starts, or,
+        for a target that holds, after its release and before the byte that
+        lets it go; none without it."""
         from measure import supervise
-        why, pauses, at = self.waited(["true"], 60, dephase=True)
+        phase = ("pause", None, supervise.TICKS_S / 4)
+        why, did = self.waited(["true"], 60, dephase=True)
         self.assertIn("printed 0 records", why)
-        self.assertEqual((at, pauses[0]), (1, (None, supervise.TICKS_S / 4)))
-        why, pauses, at = self.waited(["true"], 60)
-        self.assertEqual(at, 0)
-        self.assertNotIn(None, [fd for fd, _ in pauses])
+        self.assertEqual(did[:2], [phase, ("start",)])
+        why, did = self.waited(["cat"], 60, dephase=True, hold=True)  # the byte: cat ends
+        self.assertEqual(did[:3], [("start",), ("release",), phase])
+        for hold in (False, True):
+            why, did = self.waited(["cat"], 60, hold=hold)
+            self.assertEqual([x for x in did if x[:2] == ("pause", None)], [])
         import run as runner
         for unit, dephase in (("instructions", True), ("ns", False)):
             asked = []

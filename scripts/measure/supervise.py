@@ -24,7 +24,7 @@ from procs import live
 from tracers import tracefs
 from tracers.base import TracerError
 
-POLL_S = 0.01  # the wait loop's sleep while a run is going
+POLL_S = 0.01  # the wait loop's sleep while it has a tracer's process or pid to look at
 KILL_TRIES = 100  # rounds of SIGKILL over a session before giving up
 KILL_PAUSE_S = 0.05  # between those rounds
 WAIT_S = 10  # for a killed command to be reaped
@@ -32,10 +32,10 @@ EXPLAIN_LINES = 3  # lines of a failed run's log quoted in its reason
 # Where the clock counts instructions (a guest under QEMU's -icount, no
 # other clock in it), time passes only as instructions run, and an idle
 # guest jumps to its next timer: after the fsync of a run's row, the next
-# run began a fixed number of instructions after the kernel's tick, and 7
-# in 10 of QUICK's 0.12 ms windows held that tick (5.4k instructions, 0.27
-# a call).  A random pause over a whole number of ticks at HZ=100, 250,
-# 300 and 1000 before each run gives each window the tick's own odds.
+# run began a fixed number of instructions after the kernel's tick, at one
+# phase of it in every run (docs/findings/2026-12-07-the-tick-in-the-window.md).
+# A random pause over a whole number of ticks at HZ=100, 250, 300 and 1000
+# before each run gives each window the tick's own odds.
 TICKS_S = 0.02
 
 
@@ -53,7 +53,9 @@ def pause(fd, seconds):
     if fd is None:
         time.sleep(max(0.0, seconds))
     else:
-        select.select([fd], [], [], max(0.0, seconds))
+        p = select.poll()
+        p.register(fd, select.POLLIN)
+        p.poll(max(0.0, seconds) * 1000)
 
 
 class Supervisor:
@@ -69,9 +71,10 @@ class Supervisor:
         its stdin: RELEASE() runs once it has started (Popen returns after
         the exec, so its binary is mapped), then the byte is sent; if
         RELEASE raises, the target is killed and the error passed on.
-        DEPHASE: a pause of a random part of TICKS_S first (before the
-        start, or the release).  Returns (the target's record, the rusage of CMD and its children,
-        why it failed or None)."""
+        DEPHASE: a pause of a random part of TICKS_S just before the timed
+        loop can start (before the Popen; with RELEASE, after RELEASE(),
+        before the byte).  Returns (the target's record, the rusage of CMD
+        and its children, why it failed or None)."""
         out_path = os.path.join(run.scratch, "target.json")
         stdin = subprocess.PIPE if release else subprocess.DEVNULL
         if dephase and not release:
@@ -97,10 +100,9 @@ class Supervisor:
         # One loop, one sleep a turn: the runner must not compete for a CPU
         # with the run it measures, and the time limit holds in every state.
         # With nothing else to look at (no tracer's process of its own, no
-        # pid to learn), the turn's sleep lasts until the command ends: a
-        # wake-up every POLL_S would land in the timed window of a run
-        # shorter than it (a guest's QUICK run: some 0.12 ms of guest time;
-        # its timer interrupt added 5,382 instructions to 2 in 3 of them).
+        # pid to learn), the turn's sleep lasts until the command ends (its
+        # pidfd): a wake-up every POLL_S, its timer interrupt and the
+        # runner's turn, could land in the timed window of a run.
         ended = exit_fd(self.child.pid)
         try:
             while status is None:
