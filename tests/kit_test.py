@@ -217,6 +217,14 @@ def start_kit(args, results, session=False):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+def sigint_default():
+    """A child started as a terminal starts it (a Popen's preexec_fn):
+    SIGINT not ignored, even where the suite itself runs in the background
+    (a shell without job control starts its `&` jobs ignoring SIGINT, they
+    pass that on, and a Python started so has no KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def wait_for(pred, timeout=60):
     end = time.monotonic() + timeout
     while time.monotonic() < end:

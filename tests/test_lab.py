@@ -271,13 +271,6 @@ class Faults(unittest.TestCase):
 
     ONE, TWO = ("baseline", "ftrace-sdt"), ("baseline", "ftrace-sdt", "ftrace-function")
 
-    @staticmethod
-    def sigint_default():
-        """The lab as a terminal starts it: SIGINT not ignored, even where
-        the suite itself runs in the background (a shell without job
-        control starts its `&` jobs ignoring SIGINT, and they pass that on)."""
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-
     def interrupt_mid_run(self, res, stop, cfgs=ONE, guests=1):
         """Runs the lab (QUICK, CFGS, TCG, GUESTS at once: each guest runs
         the baseline and one of the others) until the first guest has done
@@ -287,7 +280,7 @@ class Faults(unittest.TestCase):
                               "--lab-configs", ",".join(cfgs), "--lab-guests", str(guests),
                               "--results", res],
                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             text=True, preexec_fn=Faults.sigint_default)
+                             text=True, preexec_fn=kit_test.sigint_default)
         err = []
         who = "sid" if guests == 1 else "sid/1"  # whose rows the folder has
         try:

@@ -205,7 +205,8 @@ class Guests(unittest.TestCase):
                 f.write(self.STOPPED)
             p = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "run_tests.py"),
                                   "--dir", d], env=dict(os.environ, CI="false", KIT_SAMPLE_DIR=d),
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                 preexec_fn=kit_test.sigint_default)  # (as make test starts)
             try:
                 deadline = time.monotonic() + 30
                 while not all(os.path.exists(os.path.join(d, x)) for x in ("host", "lab")):

@@ -94,37 +94,9 @@ class Supervisor:
                 self.child.stdin.write(b"\n")
             finally:
                 self.child.stdin.close()  # the target's end of file, if not released
-        deadline = time.monotonic() + limit
-        status = rusage = None
-        watching = True
-        # One loop, one sleep a turn: the runner must not compete for a CPU
-        # with the run it measures, and the time limit holds in every state.
-        # With nothing else to look at (no tracer's process of its own, no
-        # pid to learn), the turn's sleep lasts until the command ends (its
-        # pidfd): a wake-up every POLL_S, its timer interrupt and the
-        # runner's turn, could land in the timed window of a run.
-        ended = exit_fd(self.child.pid)
-        try:
-            while status is None:
-                gone = tracer.live_ended(run)  # (looked at before the target: see below)
-                pid, st, ru = os.wait4(self.child.pid, os.WNOHANG)
-                if pid:
-                    status, rusage = st, ru
-                    break
-                if gone:  # the tracer's own process ended, and the target runs on
-                    run.state.live.early = True
-                check_signalled()  # one that landed in a step that had deferred it
-                if watching:
-                    watching = not tracer.watch(run, self.child.pid)
-                if time.monotonic() > deadline:
-                    self.kill_child()
-                    return None, None, (f"{os.path.basename(cmd[0])} hung: "
-                                        f"killed after {limit:.0f} s")
-                quiet = ended is not None and not watching and not tracer.live_watched(run)
-                pause(ended, deadline - time.monotonic() + POLL_S if quiet else POLL_S)
-        finally:
-            if ended is not None:
-                os.close(ended)
+        status, rusage = self.wait(tracer, run, limit)
+        if status is None:
+            return None, None, f"{os.path.basename(cmd[0])} hung: killed after {limit:.0f} s"
         self.child.returncode = os.waitstatus_to_exitcode(status)
         self.kill_child()  # whatever the tracer left of the group (a stray target)
         name = os.path.basename(cmd[0])
@@ -141,6 +113,39 @@ class Supervisor:
                                                                              tracer.log_noise)
         rec, why = record.target_record(text)
         return rec, (rusage if rec else None), why
+
+    def wait(self, tracer, run, limit):
+        """Waits for the command execute started, up to LIMIT seconds:
+        (its wait status, its rusage), or (None, None) where it was past
+        LIMIT, and killed."""
+        deadline = time.monotonic() + limit
+        watching = True
+        # One loop, one sleep a turn: the runner must not compete for a CPU
+        # with the run it measures, and the time limit holds in every state.
+        # With nothing else to look at (no tracer's process of its own, no
+        # pid to learn), the turn's sleep lasts until the command ends (its
+        # pidfd): a wake-up every POLL_S, its timer interrupt and the
+        # runner's turn, could land in the timed window of a run.
+        ended = exit_fd(self.child.pid)
+        try:
+            while True:
+                gone = tracer.live_ended(run)  # (looked at before the target: see below)
+                pid, status, rusage = os.wait4(self.child.pid, os.WNOHANG)
+                if pid:
+                    return status, rusage
+                if gone:  # the tracer's own process ended, and the target runs on
+                    run.state.live.early = True
+                check_signalled()  # one that landed in a step that had deferred it
+                if watching:
+                    watching = not tracer.watch(run, self.child.pid)
+                if time.monotonic() > deadline:
+                    self.kill_child()
+                    return None, None
+                quiet = ended is not None and not watching and not tracer.live_watched(run)
+                pause(ended, deadline - time.monotonic() + POLL_S if quiet else POLL_S)
+        finally:
+            if ended is not None:
+                os.close(ended)
 
     def kill_child(self):
         """Kills the run's whole session and the tree below the command,
