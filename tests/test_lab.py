@@ -172,10 +172,12 @@ class Quick(unittest.TestCase):
         recorder, counts from procfs, staprun -d after), stap-mark-alibi
         counts exactly from the module's probe hit report (built on a
         terminal, run by staprun -c); no module is left loaded in
-        the guest; the folder says which accelerator ran it; nothing (qemu,
-        mounts, loop devices) is left on the host."""
+        the guest; the folder says which accelerator ran it; the suite's
+        base image is as it was made (its guests boot it read-only);
+        nothing (qemu, mounts, loop devices) is left on the host."""
         need_root(self)
         before = lab_state()
+        base = os.path.join(common.LAB_DIR, "sid", suite.BASE)
         with tempfile.TemporaryDirectory() as res:
             rows, meta, folder = lab_run(self, ["--quick", "1", "--lab-guests", "2"], res)
             folders = [folder]
@@ -218,6 +220,8 @@ class Quick(unittest.TestCase):
                 self.assertNotIn("[ns/event]", md)
             with open(os.path.join(glob.glob(os.path.join(res, "*-lab"))[0], "summary.md")) as f:
                 self.assertRegex(f.read(), r"\| sid +\| 7\.")
+        # written before its key (base.img.ok), never after: no guest wrote to it
+        self.assertLessEqual(os.stat(base).st_mtime_ns, os.stat(base + ".ok").st_mtime_ns)
         self.assertEqual(lab_state(), before)
 
 

@@ -1,6 +1,7 @@
 """make lab's guest image and its boot (scripts/lab/suite.py, initrd.py,
 qemu.py): the kit put in a guest's root file system without build/'s own
-root file systems (`PutKit`); the package lists read from make hold
+root file systems (`PutKit`); a suite's base image made once, without
+the kit (`BaseImage`); the package lists read from make hold
 package names only, under make -C too (`WordLists`); a root file system
 rebuilt for another package list fails in mmdebstrap, for real, and
 keeps the cached one (`FailedRebuild`); the kit's own initramfs: its
@@ -18,6 +19,7 @@ python3 alone.
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import types
 import unittest
@@ -52,6 +54,49 @@ class PutKit(unittest.TestCase):
             got = sorted(os.path.relpath(os.path.join(d, f), kit)
                          for d, _, fs in os.walk(kit) for f in fs)
         self.assertEqual(got, ["build/benchmark-sdt", "scripts/lab/suite.py", "src/benchmark.c"])
+
+
+class BaseImage(unittest.TestCase):
+    """A suite's base image (Suite.base_image): its root file system
+    without the kit, the first init (BOOT_INIT) and an empty /kit where
+    that init mounts the kit's own drive; made once, again only for a
+    root file system made anew (rootfs.ok), another first init, or an
+    image written since (a guest's qemu without snapshot=on).  Needs
+    e2fsprogs (mkfs.ext4, debugfs; Debian's required set), not root."""
+
+    def ls(self, img, path):
+        r = subprocess.run(["debugfs", "-R", f"ls -l {path}", img], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True, check=True)
+        return sorted(ln.split()[-1] for ln in r.stdout.splitlines()
+                      if ln.split() and ln.split()[-1] not in (".", ".."))
+
+    def test_made_once_without_the_kit(self):
+        if not (shutil.which("mkfs.ext4") and shutil.which("debugfs")):
+            self.skipTest(unavailable("mkfs.ext4 and debugfs (Debian package e2fsprogs)"))
+        with tempfile.TemporaryDirectory() as d:
+            s = types.SimpleNamespace(name="sid", dir=d, rootfs=os.path.join(d, "rootfs"),
+                                      base=os.path.join(d, suite.BASE), log=os.path.join(d, "log"))
+            base_image = types.MethodType(suite.Suite.base_image, s)
+            for f in ("etc/os-release", "kit/build/benchmark-sdt", "kit-init-1.sh"):
+                os.makedirs(os.path.dirname(os.path.join(s.rootfs, f)), exist_ok=True)
+                open(os.path.join(s.rootfs, f), "w").close()
+            with open(os.path.join(d, "rootfs.ok"), "w") as f:
+                f.write("gcc make\n")
+            base_image()
+            self.assertEqual(self.ls(s.base, "/"), ["etc", "kit", "kit-boot.sh", "lost+found"])
+            self.assertEqual(self.ls(s.base, "/kit"), [])
+            made = os.stat(s.base).st_ino
+            base_image()  # the same root file system: the same image
+            self.assertEqual(os.stat(s.base).st_ino, made)
+            os.utime(os.path.join(d, "rootfs.ok"), ns=(1, 1))  # a root file system made anew
+            base_image()
+            self.assertNotEqual(os.stat(s.base).st_ino, made)
+            made = os.stat(s.base).st_ino
+            os.utime(s.base)  # written since it was made (a guest without snapshot=on)
+            base_image()
+            self.assertNotEqual(os.stat(s.base).st_ino, made)
+            self.assertEqual(sorted(os.listdir(d)), ["base.img", "base.img.ok", "log", "rootfs",
+                                                     "rootfs.ok"])
 
 
 class WordLists(unittest.TestCase):

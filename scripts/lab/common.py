@@ -1,7 +1,8 @@
 """lab/common.py: what every room of the lab's wing shares: where the
-lab keeps its cache (LAB_DIR), the kit's place in a guest (GUEST_KIT), a
-suite's timings file, the thread counts a guest runs, the lab's one error
-(LabError: the one line the user sees) and its command runner (sh).
+lab keeps its cache (LAB_DIR), the kit's place in a guest (GUEST_KIT)
+and the init that mounts it there (BOOT_INIT), a suite's timings file,
+the thread counts a guest runs, the lab's one error (LabError: the one
+line the user sees) and its command runner (sh).
 
 Nothing to run: the other rooms import it.
 """
@@ -16,6 +17,9 @@ LAB_DIR = os.path.join(ROOT, "build", "lab")
 TIMINGS = "timings-{}.json"
 PREFLIGHT = "preflight.json"  # LAB_DIR/SUITE's: the pre-flight's answers for its root file system
 GUEST_KIT = "/kit"
+# a suite's base image's first init (lab/init-boot.sh): the kit's own drive
+# mounted at GUEST_KIT, then the init the lab names (lab/qemu.py)
+BOOT_INIT = "/kit-boot.sh"
 # A lab's folder, results/<stamp>LAB_TOP/; WHERE=1's apart (a kernel's lab
 # and its WHERE=1 lab may start in the same second: make atlas)
 LAB_TOP, WHERE_TOP = "-lab", "-where-lab"

@@ -1,5 +1,5 @@
 #!/bin/sh
-## The template of make lab-shell's init (/kit-shell.sh), filled by
+## The template of make lab-shell's init (/kit/kit-shell.sh), filled by
 ## lab/init.py (string.Template, @names: @mounts, @userspace, @kit).
 ## Lines opening with ## are the template's own notes, dropped when it is
 ## filled; the rest is the init, byte for byte.

@@ -1,11 +1,13 @@
-"""lab/init.py: the guests' init scripts, written into the root file
-system before its image is made: a guest's (/kit-init.sh, or
+"""lab/init.py: the guests' init scripts, written into the kit before
+its drive's image is made: a guest's (/kit/kit-init.sh, or
 kit-init-K.sh for the Kth of several: mount what the kit needs, run the
 kit's runner over the guest's configurations, list any module left,
-power off) and make lab-shell's (/kit-shell.sh).  Each is a template
-beside this file (init.sh, init-shell.sh, both with init-mounts.sh's
-lines), filled with string.Template's substitution under the delimiter @
-(the shell keeps its own $).
+power off) and make lab-shell's (/kit/kit-shell.sh); and the first init
+of a suite's base image (/kit-boot.sh: the kit's drive mounted, then
+the init the lab names).  Each is a template beside this file (init.sh,
+init-shell.sh, both with init-mounts.sh's lines; init-boot.sh), filled
+with string.Template's substitution under the delimiter @ (the shell
+keeps its own $).
 
 Nothing to run: lab/steps.py calls it.
 """
@@ -18,7 +20,7 @@ from .common import GUEST_KIT, TIMINGS
 from .qemu import DONE, USERSPACE
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHELL_INIT = "/kit-shell.sh"
+SHELL_INIT = f"{GUEST_KIT}/kit-shell.sh"
 LAB_RUNS = 3  # runs of each cell in a QUICK guest, of QUICK_ITER calls
 QUICK_ITER = 20000
 # WHERE=1: a window of WHERE_ITER calls (some 30M instructions traced, a few
@@ -96,7 +98,7 @@ def lifecycle_runner(suite):
 
 
 def init_script(suite, guest):
-    """GUEST's init (/kit-init.sh, or kit-init-K.sh for the Kth of
+    """GUEST's init (/kit/kit-init.sh, or kit-init-K.sh for the Kth of
     several): mount what the kit needs, run the runner over the guest's
     configurations, list any module left, power off."""
     run = lifecycle_runner(suite) if suite.args.lifecycle else runner(suite, guest)
@@ -106,6 +108,12 @@ def init_script(suite, guest):
 
 def shell_script(suite):
     write_init(suite, SHELL_INIT, fill("init-shell.sh"))
+
+
+def boot_script():
+    """The base image's first init (BOOT_INIT's text): the kit's drive
+    mounted, then the init named on the kernel's command line."""
+    return fill("init-boot.sh")
 
 
 def write_init(suite, name, body):

@@ -1,5 +1,5 @@
 #!/bin/sh
-## The template of a guest's init (/kit-init.sh, kit-init-K.sh), filled by
+## The template of a guest's init (/kit/kit-init.sh, kit-init-K.sh), filled by
 ## lab/init.py (string.Template, @names: @mounts, @userspace, @kit,
 ## @runtime, @before: what runs first (WHERE=1: kallsyms kept), @run, @done).  Lines opening with ## are the template's own
 ## notes, dropped when it is filled; the rest is the init, byte for byte.

@@ -29,7 +29,7 @@ from .common import TIMINGS, LabError
 
 
 def guest_folder(suite, g, why):
-    """The results folder G's runner wrote, out of its image (WHY: it did
+    """The results folder G's runner wrote, out of its kit's drive (WHY: it did
     not finish, so its file system's journal is replayed first, and it
     may have written none); LabError saying why there is none."""
     if why and not g.reached:

@@ -22,7 +22,7 @@ import record
 from measure import plan
 from host import say
 from . import initrd
-from .common import LAB_DIR, LabError
+from .common import BOOT_INIT, GUEST_KIT, LAB_DIR, LabError
 
 GUEST_MB, GUEST_CPUS = 2048, 2
 # QEMU's instruction counting: 2^0 ns a guest instruction; the guest clock
@@ -48,14 +48,18 @@ class Guest:
         self.suite, self.cfgs = suite, cfgs
         sfx = "-where" if getattr(suite.args, "where", False) else "" if n == 1 else f"-{k + 1}"
         self.name = suite.name + sfx.replace("-", "/", 1)
-        self.init, self.img, self.sfx = f"/kit-init{sfx}.sh", os.path.join(
+        # its init in the kit; img: the kit's drive (the root is the suite's base image)
+        self.init, self.img, self.sfx = f"{GUEST_KIT}/kit-init{sfx}.sh", os.path.join(
             suite.dir, f"disk{sfx}.img"), sfx
         self.qemu = self.qemu_rc = self.clog = None
         self.accel, self.icount, self.console, self.limit = None, False, [], 0
         self.reached = self.exited_early = self.timed_out = False
 
     def command(self, accel, init):
-        """qemu's command line: the guest's kernel, its image, INIT."""
+        """qemu's command line: the guest's kernel, the suite's base image
+        read-only (snapshot=on: the guest's writes go to a file qemu made
+        and unlinked at once), the kit's drive, INIT (started by the base
+        image's own, BOOT_INIT, once it has mounted that drive)."""
         cpu = {"kvm": ["-enable-kvm", "-cpu", "host"], "tcg": ["-accel", "tcg", "-cpu", "max"]}
         self.accel = accel
         icount = self.icount = bool(accel == "tcg" and self.suite.args.icount)
@@ -68,9 +72,10 @@ class Guest:
         cmd = ["qemu-system-x86_64", *cpu[accel], *(ICOUNT if icount else []), *plugin,
                "-m", str(GUEST_MB), "-smp", str(ICOUNT_CPUS if icount else GUEST_CPUS),
                "-kernel", self.suite.vmlinuz, "-initrd", self.suite.initrd, "-no-reboot",
-               "-nographic", "-drive", f"file={self.img},format=raw,if=virtio",
-               "-append", f"console=ttyS0 root=/dev/vda rw init={init} panic=-1 quiet "
-                          f"kit_unit={unit}"]
+               "-nographic", "-drive", f"file={self.suite.base},format=raw,if=virtio,snapshot=on",
+               "-drive", f"file={self.img},format=raw,if=virtio",
+               "-append", f"console=ttyS0 root=/dev/vda rw init={BOOT_INIT} panic=-1 quiet "
+                          f"kit_unit={unit} kit_init={init}"]
         with open(self.suite.log, "a") as f:
             f.write("$ " + " ".join(cmd) + "\n")
         return cmd

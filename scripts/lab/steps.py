@@ -79,7 +79,8 @@ def run_suite(name, args, top, log, state):
 
 def remove_own(suite):
     """What SUITE's lab made in build/lab/SUITE/ for this run: its guests'
-    images (4 GB each, sparse: made anew each time) and the folders its
+    drives of the kit (4 GB each, sparse: made anew each time; the base
+    image is the suite's, kept) and the folders its
     results were fetched into; never another lab's of the suite beside it
     (make atlas: a kernel's lab and its WHERE=1 lab)."""
     for junk in suite.fetched:
@@ -95,6 +96,7 @@ def prepare(suite, extra):
     facts); (kernel release, the kit's folder in the root file system,
     why SystemTap builds no module there or None)."""
     suite.make_rootfs()
+    suite.base_image()
     rel, suite.vmlinuz, suite.debian_initrd = suite.kernel()
     suite.initrd = suite.debian_initrd
     try:  # the kit's own initramfs (lab/initrd.py says why)

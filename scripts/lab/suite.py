@@ -1,16 +1,19 @@
 """lab/suite.py: one Debian suite's guest, on the host's side: the
 suite names and what each needs, the host's Debian mirror, the packages
 of its root file system, the root file system itself (mmdebstrap, cached
-in build/lab/SUITE/), its kernel, the kit copied into it, the guests'
-ext4 images made from it (mkfs.ext4 -d: no loop device, no mount) and
+in build/lab/SUITE/), its kernel, its base image (mkfs.ext4 -d: no loop
+device, no mount; made once, every guest boots it read-only), the kit
+copied into it and each guest's drive of the kit made from that, and
 the results folder read back out of one (debugfs).  Needs root,
-mmdebstrap, e2fsprogs, about 2 GB of disk per suite and the host's
-Debian mirror (need_host_tools installs the tools).
+mmdebstrap, e2fsprogs, about 4 GB of disk per suite (its root file
+system and base image) and the host's Debian mirror (need_host_tools
+installs the tools).
 
 Nothing to run: lab/steps.py drives a Suite.
 """
 import fcntl
 import glob
+import hashlib
 import os
 import shutil
 import subprocess
@@ -29,10 +32,12 @@ import host
 import kitlock
 import leftovers
 import mountinfo
+from measure import plan
 import trusted
+from .init import boot_script, write_init
 from host import ROOT, say
 from tracers import BACKENDS
-from .common import (GUEST_KIT, LAB_DIR, LAB_THREADS, PREFLIGHT, TIMINGS, WHERE_THREADS,
+from .common import (BOOT_INIT, GUEST_KIT, LAB_DIR, LAB_THREADS, PREFLIGHT, TIMINGS, WHERE_THREADS,
                      LabError, sh)
 
 # The guest's own: a kernel to boot and its headers (SystemTap's modules),
@@ -55,7 +60,8 @@ KERNEL_SUITES = ("bookworm", "bookworm-backports", "trixie", "trixie-backports",
 KERNEL_PACKAGES = ("linux-image-amd64", "linux-headers-amd64")
 KERNEL_NAME = r"[a-z]+(-backports)?"  # a Debian suite's name, as LAB may give it
 IMAGE_MB = 4096
-MIN_FREE_MB = 3 * 1024  # per suite: the root file system and its image
+MIN_FREE_MB = 4 * 1024  # per suite: the root file system and its base image
+BASE = "base.img"  # LAB_DIR/SUITE's: its root file system as every guest boots it (base_image)
 MMDEBSTRAP_S = 1800
 QUICK_CONFIGS = ["baseline", "stap-mark", "stap-mark-alibi"]  # the baseline: overheads
 # WHERE=1: where one event's instructions go, for a probe of each path: the
@@ -224,6 +230,7 @@ class Suite:
         self.slug = folder_name(name)
         self.dir = os.path.join(LAB_DIR, self.slug)
         self.rootfs = os.path.join(self.dir, "rootfs")
+        self.base = os.path.join(self.dir, BASE)
         self.out = os.path.join(folder_root, self.slug)
         self.guests = []  # the guests booted, and those a TCG run boots (tcg)
         self.whole = self.tcg = self.vmlinuz = self.initrd = None
@@ -376,6 +383,35 @@ class Suite:
                 return t, os.path.basename(os.path.dirname(t)).replace("+", ":")
         return None, None
 
+    # 2. the base image: the root file system, without the kit, as every
+    # guest boots it (read-only: qemu's snapshot=on), made once for each
+    # root file system and first init (BOOT_INIT, lab/init-boot.sh), where
+    # a lab made an image of some 2 GB for each guest before (mkfs.ext4 -d:
+    # some 10 s of CPU a lab); the kit comes on a drive of its own (images)
+    def base_image(self):
+        ok, made = os.path.join(self.dir, "rootfs.ok"), self.base + ".ok"
+        key = f"{os.stat(ok).st_mtime_ns} {hashlib.sha256(boot_script().encode()).hexdigest()}"
+        if os.path.exists(self.base) and plan.load(made) == {"made_from": key, "mtime_ns": os.stat(
+                self.base).st_mtime_ns}:  # (and not written since: else made anew)
+            return
+        kit = os.path.join(self.rootfs, GUEST_KIT.lstrip("/"))
+        shutil.rmtree(kit, ignore_errors=True)  # put_kit's copy, made anew for each lab
+        os.makedirs(kit)  # where BOOT_INIT mounts the kit's drive
+        for old in glob.glob(os.path.join(self.rootfs, "kit-*.sh")):  # inits of labs before it
+            os.unlink(old)
+        write_init(self, BOOT_INIT, boot_script())
+        say(f"lab: {self.name}: making its base image (once for this root file system)")
+        t0, tmp = time.monotonic(), self.base + ".tmp"
+        try:
+            make_image(self.rootfs, tmp, self.log)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        os.replace(tmp, self.base)  # a guest booted from the old one keeps its own (open) file
+        host.write_json(made, {"made_from": key, "mtime_ns": os.stat(self.base).st_mtime_ns})
+        say(f"lab: {self.name}: base image in {time.monotonic() - t0:.0f} s")
+
     def put_kit(self):
         """The kit in the root file system, with the timings that size its
         runs in each unit (timings); {unit: the suite they are from} where
@@ -387,18 +423,20 @@ class Suite:
                 "(this kernel's first lab here: no warm-up needed to size them)")
         return put_kit(self.rootfs, self.dir, [p for p, _ in got.values() if p]), borrowed
 
-    # the guests' images, one each: the first made from the root file
-    # system, the others copies of it (sparse)
+    # the guests' drives of the kit, one each: the first made from the kit
+    # in the root file system (put_kit's, the init scripts in it), the
+    # others copies of it (sparse)
     def images(self, guests):
         for g in guests:
             if os.path.exists(g.img):
                 os.unlink(g.img)
-        make_image(self.rootfs, guests[0].img, self.log)
+        make_image(os.path.join(self.rootfs, GUEST_KIT.lstrip("/")), guests[0].img, self.log)
         for g in guests[1:]:
             sh(["cp", "--sparse=always", guests[0].img, g.img], self.log)
 
     def fetch(self, img, replay=False):
-        """The guest's results folder, out of the image (debugfs: no mount).
+        """The guest's results folder, out of its drive of the kit (IMG;
+        debugfs: no mount).
         REPLAY: the guest did not shut down, so its last rows may be in the
         file system's journal alone: e2fsck replays it first."""
         if replay:
@@ -407,5 +445,5 @@ class Suite:
                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=600)
         dst = tempfile.mkdtemp(prefix="lab-fetch-", dir=self.dir)
         self.fetched.append(dst)
-        sh(["debugfs", "-R", f"rdump {GUEST_KIT}/results {dst}", img], self.log)
+        sh(["debugfs", "-R", f"rdump /results {dst}", img], self.log)
         return os.path.join(dst, "results")
