@@ -105,6 +105,29 @@ class Floor(unittest.TestCase):
         self.assertEqual(got[1:], lines[1:])
         self.assertEqual(lab_floor([{"a": stats.analyse(rows[:3], {"cpus": 2}), "lab": {}}]), [])
 
+    def test_each_hosts_floor_in_the_fleet(self):
+        """make fleet's summary.md: each host's floor, its lines the
+        answers', opened with the host and its kernel; none for a host
+        without libbpf's row."""
+        import json
+        import record
+        from render import fleet as render_fleet
+        with tempfile.TemporaryDirectory() as top:
+            for name, rows in (("a", self.rows()), ("b", self.rows()[:3])):
+                folder = record.Folder(top, name=name)
+                for r in rows:
+                    folder.write(r)
+                folder.close()
+            with open(os.path.join(top, render_fleet.FLEET_JSON), "w") as f:
+                json.dump({"inventory": "x.yml", "make_vars": [], "seconds": 1,
+                           "hosts": {h: {"status": "ok", "reason": "", "bytes": 1}
+                                     for h in ("a", "b")}}, f)
+            md = render_fleet.summary(top)
+        lines = [ln for ln in floor_lines(self.analysis()) if ln]
+        self.assertRegex(md, r"\nOn a \([^)]*\), a" + re.escape(lines[0][1:]) + "\n\n"
+                         + re.escape("\n".join(lines[1:])) + "\n$")
+        self.assertNotIn("On b (", md)
+
     def test_no_floor_where_an_event_was_missed(self):
         rows = (cell_rows("baseline", 1, [2.0, 2.1, 1.9])
                 + cell_rows("libbpf-sdt-count", 1, [802.0, 805.0, 799.0])

@@ -1,8 +1,9 @@
 """make lifecycle (scripts/lifecycle) for real: a 10-probe build is
-attached and detached under ftrace and bpftrace with every probe live in
+attached and detached under ftrace, bpftrace and libbpf with every probe live in
 the process's own memory and each fired exactly once per process, a late
 process covered, and every site its own byte again after; the bystander
-run's untraced process makes its calls and its cost is an interval; a
+run's untraced process makes its calls and its cost is an interval
+(libbpf's pid: no trap there at all); a
 tracer killed during its detach, and the kit stopped by Ctrl-C, leave
 nothing.  Bad input is refused before anything attaches.  The report's
 pairing and the median's interval are worked by hand here and in
@@ -101,6 +102,22 @@ class TenProbes(StateTest):
     def test_bpftrace(self):
         self.check("bpftrace")
 
+    def test_libbpf(self):
+        self.check("libbpf")
+
+
+def bystander_ways(tc, tracers):
+    """make lifecycle's bystander runs of TRACERS (BYSTANDER_RUNS; the sweep
+    at its smallest, its pilot alone): (its tables, the report's summary
+    of each way)."""
+    need_build(tc, "lib")
+    with tempfile.TemporaryDirectory() as res:
+        r = lifecycle(["--tracers", tracers, "--probes", "1", "--procs", "1", "--cell-s", "0",
+                       *BYSTANDER_RUNS], res)
+        tc.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        got, _ = tables(res)
+    return got, render_lifecycle.bystanders(got[render_lifecycle.BYSTANDER_CSV])
+
 
 class Bystander(StateTest):
     """bpftrace's pid test in the program still traps in the untraced
@@ -111,38 +128,48 @@ class Bystander(StateTest):
     def test_bpftrace_and_ftrace_ways(self):
         need_tracer(self, "bpftrace")
         need_tracer(self, "ftrace")
-        need_build(self, "lib")
-        with tempfile.TemporaryDirectory() as res:
-            r = lifecycle(["--tracers", "ftrace,bpftrace", "--probes", "1", "--procs", "1",
-                           "--cell-s", "0", *BYSTANDER_RUNS], res)
-            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-            got, folder = tables(res)
-            by = render_lifecycle.bystanders(got[render_lifecycle.BYSTANDER_CSV])
-            ways = {b["way"]: b for b in by}
-            test = ways["bpftrace /pid == P/"]
-            self.assertEqual(test["statuses"], ["ok"], test)
-            self.assertEqual(test["trap"], ["yes"])
-            # 8 runs of 50,000 calls: at 4 of 20,000 a busy disk beside the
-            # host tier (the prebuild) twice made one run so slow that the
-            # interval held 0 ([-462, 3808] ns for 1,673: CI 2c71b30, sD)
-            self.assertEqual(test["runs"], int(BYSTANDER_RUNS[1]))
-            self.assertEqual(int(test["traced_counted"]), 1000)
-            self.assertIsNotNone(test["lo_ns"])
-            self.assertGreater(test["lo_ns"], 0, test)  # an interval, and above nothing
-            self.assertGreater(test["sys_ns"], test["base_ns"])
-            self.assertEqual(ways["bpftrace -p"]["trap"], ["no"])
-            # ftrace's common_pid is a thread's id: the pid alone is the main
-            # thread, and the calls are on another: a mismatch, said
-            pid_only = ways["ftrace common_pid == PID"]
-            self.assertEqual(pid_only["statuses"], ["mismatch"], pid_only)
-            self.assertEqual(pid_only["reasons"], ["the traced process made 1000 calls and "
-                                                   "ftrace counted 0"])
-            self.assertEqual(ways["ftrace common_pid filter (each thread)"]["statuses"], ["ok"])
-            for b in by:  # ok exactly where the traced process's 1000 calls were counted
-                self.assertEqual(b["statuses"] == ["ok"], int(b.get("traced_counted") or -1) == 1000, b)
-            ok = [r for r in got[render_lifecycle.BYSTANDER_CSV] if r["status"] == "ok"]
-            self.assertTrue(ok)
-            self.assertEqual({int(r["calls"]) for r in ok}, {int(BYSTANDER_RUNS[3])})  # every call made
+        got, by = bystander_ways(self, "ftrace,bpftrace")
+        ways = {b["way"]: b for b in by}
+        test = ways["bpftrace /pid == P/"]
+        self.assertEqual(test["statuses"], ["ok"], test)
+        self.assertEqual(test["trap"], ["yes"])
+        # 8 runs of 50,000 calls: at 4 of 20,000 a busy disk beside the
+        # host tier (the prebuild) twice made one run so slow that the
+        # interval held 0 ([-462, 3808] ns for 1,673: CI 2c71b30, sD)
+        self.assertEqual(test["runs"], int(BYSTANDER_RUNS[1]))
+        self.assertEqual(int(test["traced_counted"]), 1000)
+        self.assertIsNotNone(test["lo_ns"])
+        self.assertGreater(test["lo_ns"], 0, test)  # an interval, and above nothing
+        self.assertGreater(test["sys_ns"], test["base_ns"])
+        self.assertEqual(ways["bpftrace -p"]["trap"], ["no"])
+        # ftrace's common_pid is a thread's id: the pid alone is the main
+        # thread, and the calls are on another: a mismatch, said
+        pid_only = ways["ftrace common_pid == PID"]
+        self.assertEqual(pid_only["statuses"], ["mismatch"], pid_only)
+        self.assertEqual(pid_only["reasons"], ["the traced process made 1000 calls and "
+                                               "ftrace counted 0"])
+        self.assertEqual(ways["ftrace common_pid filter (each thread)"]["statuses"], ["ok"])
+        for b in by:  # ok exactly where the traced process's 1000 calls were counted
+            self.assertEqual(b["statuses"] == ["ok"], int(b.get("traced_counted") or -1) == 1000, b)
+        ok = [r for r in got[render_lifecycle.BYSTANDER_CSV] if r["status"] == "ok"]
+        self.assertTrue(ok)
+        self.assertEqual({int(r["calls"]) for r in ok}, {int(BYSTANDER_RUNS[3])})  # every call made
+
+
+class LibbpfPid(StateTest):
+    """libbpf's attach_usdt with the traced process's pid: the kernel's
+    own filter, so no trap in the untraced process, and the traced one's
+    1000 calls counted by the loader's count a site."""
+
+    def test_libbpf_way(self):
+        need_tracer(self, "libbpf")
+        _, by = bystander_ways(self, "libbpf")
+        self.assertEqual([b["way"] for b in by], ["libbpf attach_usdt(PID)"])
+        b = by[0]
+        self.assertEqual(b["statuses"], ["ok"], b)
+        self.assertEqual(int(b["traced_counted"]), 1000)
+        self.assertEqual(b["trap"], ["no"])
+        self.assertEqual(b["runs"], int(BYSTANDER_RUNS[1]))
 
 
 class StapTarget(StateTest):

@@ -25,6 +25,8 @@ WAYS = [
     ("perf stat -t (each thread)", "perf", {"by_tid": True}),
     ("bpftrace /pid == P/", "bpftrace", {}),
     ("bpftrace -p", "bpftrace", {"by_pid": True}),
+    # libbpf's attach_usdt with the pid: the kernel's uprobe for that process alone
+    ("libbpf attach_usdt(PID)", "libbpf", {}),
     ("stap target() (stap -x PID)", "stap", {}),
 ]
 

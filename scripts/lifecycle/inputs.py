@@ -95,9 +95,11 @@ def parse_args(argv, description):
 
 # -- main ------------------------------------------------------------------------
 def available(name):
-    """Why tracer NAME cannot run here, or None (its back-end's missing())."""
+    """Why tracer NAME cannot run here, or None (its back-end's missing(),
+    then its Attached's own answer where it has one: libbpf's loader)."""
     return next((f"no {cmd} (Debian package {pkg})"
-                 for cmd, pkg in BACKENDS[name].missing().items()), None)
+                 for cmd, pkg in BACKENDS[name].missing().items()), None) or \
+        getattr(ATTACHED[name], "unavailable", lambda: None)()
 
 
 def prepare(args):

@@ -60,6 +60,19 @@ def floor_lines(a):
         "mean [95% interval])" for f in here]
 
 
+def floor_paragraphs(named):
+    """The BPF floor in each of several folders, a paragraph each (its
+    floor_lines): NAMED, [(where, analysis)], WHERE opening its first line
+    ("In the sid guest (7.2)", "On host b (6.1)"); nothing for one without
+    a floor."""
+    out = []
+    for where, a in named:
+        lines = floor_lines(a)
+        if lines:
+            out += ["", f"{where}, " + lines[1][0].lower() + lines[1][1:]] + lines[2:]
+    return out
+
+
 def bodies_markdown(a):
     """tables.md's section: one row per body cell, or nothing."""
     if not a.get("bodies"):

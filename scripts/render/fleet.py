@@ -5,7 +5,9 @@ thread count, of each host's cost per event (a call's, said so, where
 nothing counted a real program's events) with its 95% interval against
 its own baseline, the uprobe path its kernel took, and the ratio to the
 reference host (the first that ran, or REFERENCE) where both count in the
-same unit and both intervals lie above 0: host ns and guest instructions are never in one column.
+same unit and both intervals lie above 0: host ns and guest instructions are never in one column;
+and each host's BPF floor (libbpf's count, each BPF front end above it), a
+paragraph a host in its own unit.
 
 Nothing to run: scripts/report.py writes it for a fleet folder.
 """
@@ -19,6 +21,7 @@ import workloads
 import record
 from record import BadInput, DEFAULT_UNIT, load
 from record.fleet import FLEET_JSON, KIND
+from render.bodies import floor_paragraphs
 from render.formats import f_overhead, f_x, table
 from render.layout import save
 from render import summary as answers
@@ -121,7 +124,9 @@ def summary(folder, reference=None):
               "count in one unit and both intervals lie above 0.", "",
               table(["configuration", "threads", "host", "cost [95%]", "unit",
                      "uprobe path", f"x {ref}"], table_rows), ""]
-    return "\n".join(lines)
+    # each host's BPF floor, in its own unit (issue 68)
+    floor = floor_paragraphs([(f"On {n} ({m.get('kernel', '?')})", a) for n, a, m in ran])
+    return "\n".join(lines + floor[1:] + ([""] if floor else []))
 
 
 def write(folder, reference=None):

@@ -22,7 +22,7 @@ from configs import BASELINE
 from record import INSTRUCTIONS, timed_for_real
 from record.lab import KIND, suites_of  # noqa: F401  (KIND: report.py's registry)
 from render import lifecycle
-from render.bodies import floor_lines
+from render.bodies import floor_paragraphs
 from render.guesttools import tool_lines
 from render.formats import (Notes, f_check, f_ins, f_interval, kernel_facts, runs_cell,
                             skipped_failed, table)
@@ -267,13 +267,8 @@ def lab_floor(guests):
     """The BPF floor in each guest's kernel (issue 68): libbpf's count and
     each BPF front end above it, in that guest's instructions, a kernel a
     paragraph (its report.md's lines)."""
-    out = []
-    for g in guests:
-        lines = floor_lines(g["a"])
-        if lines:
-            out += ["", f"In the {g['lab'].get('suite')} guest ({short_kernel(g['lab'])}), "
-                    + lines[1][0].lower() + lines[1][1:]] + lines[2:]
-    return out
+    return floor_paragraphs([(f"In the {g['lab'].get('suite')} guest "
+                              f"({short_kernel(g['lab'])})", g["a"]) for g in guests])
 
 
 def report(folder, args):

@@ -36,7 +36,7 @@ from . import none, ftrace, perf, bpftrace, libbpf, lttng, uftrace, stap, stap_a
 BACKENDS = {m.BACKEND.name: m.BACKEND
             for m in (none, ftrace, perf, bpftrace, libbpf, lttng, uftrace, stap)}
 # make lifecycle's tracers, in its order (its default TRACERS)
-ATTACHED = {m.Attached.name: m.Attached for m in (ftrace, bpftrace, perf, stap_attached)}
+ATTACHED = {m.Attached.name: m.Attached for m in (ftrace, bpftrace, perf, stap_attached, libbpf)}
 
 
 def get(name):

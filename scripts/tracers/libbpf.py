@@ -20,16 +20,21 @@ SIGKILLed loader leaves nothing attached (tests/test_libbpf.py).
 
 Which program a row loads is its body (the body table's rows,
 bodies.BODIES["libbpf"]) or its mode (the rows in configs.CONFIGS).
+make lifecycle's (Attached, attached.py's verbs): one program attached to
+each of N sites (sdt_site, a site's index its USDT cookie, a count a
+site), by path, or to one process (its bystander way: the kernel's own
+filter, no test in the program).
 """
 import os
 import re
+import time
 from dataclasses import dataclass
 
 import host
 from bodies import BUFFERED
 from elfinfo import Elf
 
-from .attached import held_links
+from .attached import LIVE_LIMIT_S, POLL_S, Process, TracerGone, held_links
 from .base import LIVE_LINE, Events, RunState, Tracer, TracerError
 
 LOADER = os.path.join(host.ROOT, "build", "kit-libbpf")
@@ -41,6 +46,8 @@ COUNT = "sdt_count"  # the count: a row with neither body nor mode loads it
 # and the program's own count must equal the two (Events.also).
 COUNTED_IN_BPF = "events its BPF program counted (a per-CPU map)"
 COUNTS = re.compile(r"^(\w+): (\d+)$", re.M)
+SITE = "sdt_site"  # make lifecycle's program: a count a site (Attached)
+SITE_COUNTS = re.compile(r"^site (\w+): (\d+)$", re.M)
 
 
 @dataclass
@@ -151,3 +158,51 @@ class Libbpf(Tracer):
 
 
 BACKEND = Libbpf()
+
+
+class Attached(Process):
+    """make lifecycle's (attached.py): the loader's sdt_site attached by
+    libbpf to each site of the binary by its path (a link a site: libbpf
+    1.1 here takes a perf_event uprobe each; where libbpf and the kernel
+    have it, a uprobe_multi link each), or with PID_FILTER to that process
+    alone (bpf_program__attach_usdt's pid: the kernel's filter); a count a
+    site, printed as it ends."""
+    name, path = "libbpf", "perf-event uprobe per probe (libbpf)"
+
+    def __init__(self, kit, binary, sites, pid_filter=None):
+        self.kit, self.sites, self.pid_filter = kit, sites, pid_filter
+
+    @classmethod
+    def version(cls):
+        return host.first_line([LOADER, "--version"])
+
+    @staticmethod
+    def unavailable():
+        """Why the loader cannot run here (its back-end's answer), or None."""
+        return BACKEND.available()
+
+    def start(self):
+        names = ",".join(sorted(self.sites.offsets))
+        self.spawn([LOADER, SITE, self.sites.binary, f"{self.sites.provider}:{names}",
+                    str(self.pid_filter or -1)], self.kit.log("libbpf"))
+        t0 = time.monotonic()
+        while not self.ready():  # (it says nothing between its load and its attach)
+            self.gone_why()
+            if time.monotonic() - t0 > LIVE_LIMIT_S:
+                raise TracerGone(f"kit-libbpf was not live in {LIVE_LIMIT_S} s")
+            time.sleep(POLL_S)
+        return None
+
+    def ready(self):
+        return LIVE_LINE in self.said()
+
+    def taken(self):
+        """The attach path it took, from its fds once live."""
+        held = held_links(self.proc.pid)
+        kinds = sorted(k for k in held if k.endswith(" link"))
+        return ", ".join(f"{k} ({held[k]} held)" for k in kinds) or self.path
+
+    def counts(self):
+        """After stop(): a count a site, as it printed them."""
+        got = {n: int(c) for n, c in SITE_COUNTS.findall(self.said())}
+        return {n: got.get(n, 0) for n in self.sites.offsets}

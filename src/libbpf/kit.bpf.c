@@ -16,6 +16,9 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+/* a spec a site in make lifecycle's sdt_site (each its own cookie), up to
+ * the sites-1000 build's 1,000 (libbpf's default: 256) */
+#define BPF_USDT_MAX_SPEC_CNT 1024
 #include <bpf/usdt.bpf.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -30,6 +33,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } events SEC(".maps");
+
+/* make lifecycle's count a site, by the site's USDT cookie (its index in
+ * the loader's list; the loader sets max_entries to the sites' number) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} by_site SEC(".maps");
 
 /* the ring buffer body's records (the loader sizes it) */
 struct {
@@ -145,5 +157,18 @@ int BPF_USDT(sdt_map_tid)
 		__sync_fetch_and_add(v, 1);
 	else if (bpf_map_update_elem(&by_tid, &tid, &one, BPF_NOEXIST))
 		add(LOST, 1);
+	return 0;
+}
+
+/* make lifecycle's: one program attached by libbpf to each of N markers,
+ * each with its cookie (its index), a count a site. */
+SEC("usdt")
+int BPF_USDT(sdt_site)
+{
+	__u32 site = (__u32)bpf_usdt_cookie(ctx);
+	__u64 *v = bpf_map_lookup_elem(&by_site, &site);
+
+	if (v)
+		__sync_fetch_and_add(v, 1);
 	return 0;
 }

@@ -5,13 +5,16 @@
  *
  *   kit-libbpf PROGRAM BINARY PROVIDER:NAME [PID [CGROUP_ID [RING_BYTES]]]
  *   kit-libbpf uprobe_nop BINARY +OFFSET [PID ...]
+ *   kit-libbpf sdt_site BINARY PROVIDER:NAME,NAME... [PID]   (make lifecycle's)
  *   kit-libbpf --version         the libbpf it runs on
  *
  * PROGRAM: sdt_count, sdt_arg, sdt_ringbuf, sdt_perfbuf or sdt_map_tid on
  * the marker PROVIDER:NAME (bpf_program__attach_usdt: libbpf reads the
  * marker's note, gives the kernel its semaphore's reference counter, and
  * its argument spec to bpf_usdt_arg), or uprobe_nop on the file offset
- * OFFSET (hex; bpf_program__attach_uprobe, no spec).  PID: that process
+ * OFFSET (hex; bpf_program__attach_uprobe, no spec), or sdt_site on each
+ * marker NAME of PROVIDER (up to MAX_SITES), its index the probe's cookie,
+ * a count a site (make lifecycle's: scripts/tracers/libbpf.py's Attached).  PID: that process
  * alone, -1 (the default) every process mapping BINARY; CGROUP_ID, not 0:
  * that cgroup's events counted apart from the others'.
  *
@@ -19,7 +22,8 @@
  * target), then at the end, detached, one "name: value" a line: events, others,
  * arg_sum, lost (records with no room, or map entries refused), records
  * (the ring or perf buffer's records this loader consumed), lost_samples
- * (those the perf buffer says it dropped).  stderr: libbpf's own words.
+ * (those the perf buffer says it dropped); sdt_site's, "site NAME: count"
+ * a line after them.  stderr: libbpf's own words.
  * Exit 0, else 1 with the reason on stderr.  Its link, maps and programs
  * are file descriptors: they go with the process, a SIGKILL included. */
 #include <errno.h>
@@ -40,6 +44,7 @@
 #define POLL_MS 100
 #define DEFAULT_RING_BYTES (4u << 20)
 #define PERF_PAGES 64 /* a CPU's perf buffer, as bpftrace's default */
+#define MAX_SITES 1024 /* kit.bpf.c's BPF_USDT_MAX_SPEC_CNT: a spec a site */
 
 enum { COUNTED, OTHERS, ARG_SUM, LOST, SLOTS }; /* kit.bpf.c's slots */
 static const char *const SLOT_NAMES[SLOTS] = { "events", "others", "arg_sum", "lost" };
@@ -87,10 +92,10 @@ static int number(const char *s, int base, long long *out)
 	return errno || end == s || *end;
 }
 
-/* The per-CPU slots summed, a line each. */
-static int print_counts(struct kit_bpf *skel)
+/* Slot SLOT of the per-CPU array FD, summed over the CPUs into *SUM. */
+static int per_cpu_sum(int fd, __u32 slot, unsigned long long *sum)
 {
-	int fd = bpf_map__fd(skel->maps.events), ncpu = libbpf_num_possible_cpus();
+	int ncpu = libbpf_num_possible_cpus();
 	__u64 *v;
 
 	if (ncpu <= 0)
@@ -98,20 +103,47 @@ static int print_counts(struct kit_bpf *skel)
 	v = calloc((size_t)ncpu, sizeof(*v));
 	if (!v)
 		return fail("calloc", ENOMEM);
-	for (__u32 slot = 0; slot < SLOTS; slot++) {
-		unsigned long long sum = 0;
+	if (bpf_map_lookup_elem(fd, &slot, v)) {
+		free(v);
+		return fail("reading the counts", errno);
+	}
+	*sum = 0;
+	for (int c = 0; c < ncpu; c++)
+		*sum += v[c];
+	free(v);
+	return 0;
+}
 
-		if (bpf_map_lookup_elem(fd, &slot, v)) {
-			free(v);
-			return fail("reading the counts", errno);
-		}
-		for (int c = 0; c < ncpu; c++)
-			sum += v[c];
+/* The slots, a line each, then each of the NSITES sites' (sdt_site). */
+static int print_counts(struct kit_bpf *skel, char **sites, size_t nsites)
+{
+	unsigned long long sum;
+
+	for (__u32 slot = 0; slot < SLOTS; slot++) {
+		if (per_cpu_sum(bpf_map__fd(skel->maps.events), slot, &sum))
+			return 1;
 		printf("%s: %llu\n", SLOT_NAMES[slot], sum);
 	}
-	free(v);
 	printf("records: %llu\nlost_samples: %llu\n", records, lost_samples);
+	for (size_t i = 0; i < nsites; i++) {
+		if (per_cpu_sum(bpf_map__fd(skel->maps.by_site), (__u32)i, &sum))
+			return 1;
+		printf("site %s: %llu\n", sites[i], sum);
+	}
 	return fflush(stdout) ? fail("stdout", errno) : 0;
+}
+
+/* NAMES (NAME,NAME...) split in place into SITES; their number, or 0. */
+static size_t split_sites(char *names, char **sites)
+{
+	size_t n = 0;
+
+	for (char *tok = strtok(names, ","); tok; tok = strtok(NULL, ",")) {
+		if (n == MAX_SITES)
+			return 0;
+		sites[n++] = tok;
+	}
+	return n;
 }
 
 int main(int argc, char **argv)
@@ -120,7 +152,9 @@ int main(int argc, char **argv)
 	struct ring_buffer *rb = NULL;
 	struct perf_buffer *pb = NULL;
 	struct bpf_program *prog;
-	struct bpf_link *link = NULL;
+	struct bpf_link **links = NULL;
+	size_t nlinks = 0, nsites = 0;
+	static char *sites[MAX_SITES];
 	struct kit_bpf *skel;
 	char *probe, *name = NULL;
 	struct sigaction sa;
@@ -151,6 +185,8 @@ int main(int argc, char **argv)
 	} else {
 		*name++ = '\0';
 	}
+	if (!strcmp(argv[1], "sdt_site") && (!name || !(nsites = split_sites(name, sites))))
+		return fail("sdt_site's NAME,NAME... (1 to 1024 sites)", EINVAL);
 	/* SIGINT and SIGTERM held until the loop waits for them: one that
 	 * comes while it attaches is kept, and the counts are still printed */
 	memset(&sa, 0, sizeof(sa));
@@ -170,6 +206,10 @@ int main(int argc, char **argv)
 	skel->rodata->cgroup_id = (__u64)cgroup;
 	if ((err = bpf_map__set_max_entries(skel->maps.ring, (__u32)ring_bytes))) {
 		err = fail("the ring's size", err);
+		goto out;
+	}
+	if (nsites && (err = bpf_map__set_max_entries(skel->maps.by_site, (__u32)nsites))) {
+		err = fail("the sites' map", err);
 		goto out;
 	}
 	prog = bpf_object__find_program_by_name(skel->obj, argv[1]);
@@ -195,13 +235,27 @@ int main(int argc, char **argv)
 		err = fail("the buffer's reader", errno);
 		goto out;
 	}
-	if (name)
-		link = bpf_program__attach_usdt(prog, (pid_t)pid, argv[2], probe, name, NULL);
-	else
-		link = bpf_program__attach_uprobe(prog, false, (pid_t)pid, argv[2], (size_t)offset);
-	if (!link) {
-		err = fail("attaching", errno);
+	links = calloc(nsites ? nsites : 1, sizeof(*links));
+	if (!links) {
+		err = fail("calloc", ENOMEM);
 		goto out;
+	}
+	for (size_t i = 0; i < (nsites ? nsites : 1); i++, nlinks++) {
+		LIBBPF_OPTS(bpf_usdt_opts, site, .usdt_cookie = i); /* sdt_site's index */
+
+		if (nsites)
+			links[i] = bpf_program__attach_usdt(prog, (pid_t)pid, argv[2], probe,
+							    sites[i], &site);
+		else if (name)
+			links[i] = bpf_program__attach_usdt(prog, (pid_t)pid, argv[2], probe, name,
+							    NULL);
+		else
+			links[i] = bpf_program__attach_uprobe(prog, false, (pid_t)pid, argv[2],
+							      (size_t)offset);
+		if (!links[i]) {
+			err = fail(nsites ? sites[i] : "attaching", errno);
+			goto out;
+		}
 	}
 	printf("%s\n", LIVE_LINE);
 	if (fflush(stdout)) {
@@ -225,18 +279,24 @@ int main(int argc, char **argv)
 	}
 	/* detached first (no event after this one counts), then what is
 	 * still in the buffer consumed, then the counts read */
-	if ((err = bpf_link__destroy(link)))
-		err = fail("detaching", err);
-	link = NULL;
+	for (size_t i = 0; i < nlinks; i++) {
+		int e = bpf_link__destroy(links[i]);
+
+		links[i] = NULL;
+		if (e)
+			err = fail("detaching", e);
+	}
 	if (rb && ring_buffer__consume(rb) < 0)
 		err = fail("draining the ring", errno);
 	if (pb && perf_buffer__consume(pb) < 0)
 		err = fail("draining the perf buffer", errno);
-	err = print_counts(skel) || err;
+	err = print_counts(skel, sites, nsites) || err;
 out:
 	ring_buffer__free(rb);
 	perf_buffer__free(pb);
-	bpf_link__destroy(link);
+	for (size_t i = 0; links && i < nlinks; i++)
+		bpf_link__destroy(links[i]);
+	free(links);
 	kit_bpf__destroy(skel);
 	return err ? 1 : 0;
 }
