@@ -183,7 +183,7 @@ build/libbpf/vmlinux.h: | build
 	@$(if $(Q),echo "  BTF     $@")
 	$(Q)mkdir -p $(@D) && $(BPFTOOL) btf dump file $(BTF) format c > $@
 
-build/libbpf/kit.bpf.o: src/libbpf/kit.bpf.c build/libbpf/vmlinux.h
+build/libbpf/kit.bpf.o: src/libbpf/kit.bpf.c src/libbpf/sites.h build/libbpf/vmlinux.h
 	@$(if $(Q),echo "  BPF     $@")
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) $(WARN) -Wno-unused-parameter -isystem build/libbpf \
 		-I/usr/include/$(shell $(CC) -print-multiarch) -c $< -o $@
@@ -192,7 +192,7 @@ build/libbpf/kit.skel.h: build/libbpf/kit.bpf.o
 	@$(if $(Q),echo "  GEN     $@")
 	$(Q)$(BPFTOOL) gen skeleton $< name kit_bpf > $@
 
-build/kit-libbpf: src/libbpf/loader.c build/libbpf/kit.skel.h
+build/kit-libbpf: src/libbpf/loader.c src/libbpf/sites.h build/libbpf/kit.skel.h
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(CFLAGS) $(WARN) -Ibuild/libbpf $< -o $@ -lbpf
 

@@ -500,6 +500,8 @@ MUTANTS = [
     ("the fleet without each host's floor", "scripts/render/fleet.py",
      'floor = floor_paragraphs([(f"On {n}', 'floor = [] and floor_paragraphs([(f"On {n}',
      ["Floor.test_each_hosts_floor_in_the_fleet"]),
+    ("the guest without its drive of the kit", "scripts/lab/qemu.py",
+     '"-drive", f"file={self.img},format=raw,if=virtio",', "", ["Quick.test_quick_lab"]),
     ("the fleet dropping what came back on Ctrl-C", "scripts/fleet/playbook.py",
      'got = gather(fleet, {h: {"status": "failed", "reason": INTERRUPTED} for h in hosts})',
      'got = {h: {"status": "failed", "reason": INTERRUPTED, "bytes": None} for h in hosts}',

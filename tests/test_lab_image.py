@@ -77,6 +77,7 @@ class BaseImage(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             s = types.SimpleNamespace(name="sid", dir=d, rootfs=os.path.join(d, "rootfs"),
                                       base=os.path.join(d, suite.BASE), log=os.path.join(d, "log"))
+            s.kit = os.path.join(s.rootfs, common.GUEST_KIT.lstrip("/"))
             base_image = types.MethodType(suite.Suite.base_image, s)
             self.enterContext(mock.patch.object(suite, "say"))  # (its lines: the lab's output)
             for f in ("etc/os-release", "kit/build/benchmark-sdt", "kit-init-1.sh"):
@@ -246,6 +247,24 @@ class Initramfs(unittest.TestCase):
                          "KIT-INITRD: cannot mount /dev/vda: No such device")
         self.assertEqual(guest_qemu.stopped_why(console.replace("KIT-INITRD:", "other:")),
                          "Kernel panic - not syncing: Attempted to kill init!")
+
+
+    def test_the_base_images_init_stops_the_lab(self):
+        """The base image's first init, where the kit's drive did not mount
+        (or holds no init): its line is the reason, the lab stops on it
+        (no second boot, no verdict on KVM), and its text names the drive
+        and argument qemu gives it (common's one home)."""
+        from lab import init as guest_init
+        text = guest_init.boot_script()
+        for fact in (common.KIT_DRIVE, f" {common.INIT_ARG}=", common.BOOT_SAYS):
+            self.assertIn(fact, text)
+        self.assertNotIn("@", text.replace("@kit", ""))  # every name filled
+        console = ("[    2.31] KIT-BOOT: the kit's drive (/dev/vdb) did not mount at /kit, or "
+                   "holds no init '/kit/kit-init.sh'\n[    2.40] reboot: Power down\n")
+        g = types.SimpleNamespace(name="sid/1", reached=False, text=lambda: console)
+        with self.assertRaisesRegex(common.LabError, r"^sid/1: KIT-BOOT: the kit's drive"):
+            guest_qemu.booted([g])
+        guest_qemu.booted([types.SimpleNamespace(name="sid/1", reached=True, text=lambda: console)])
 
 
 class KvmVerdict(unittest.TestCase):

@@ -22,8 +22,9 @@ the host's ns, never mixed with it), each running the kit's runner over
 its share of the configurations, their folders copied back into
 results/<stamp>-lab/SUITE/.  docs/lab.md tells each step.  Needs root,
 mmdebstrap, qemu, e2fsprogs (installed as `make run` installs, unless
-NO_INSTALL=1), about 2 GB of disk per suite, and the host's Debian
-mirror.  Nothing is left running or mounted, whatever happens.
+NO_INSTALL=1), about 4 GB of disk per suite (its root file system and
+base image), and the host's Debian mirror.  Nothing is left running or
+mounted, whatever happens.
 
 This file is the door: main(); the inputs are lab/inputs.py's, the
 rooms scripts/lab/'s (lab/__init__.py names them), and the top

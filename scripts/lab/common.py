@@ -16,10 +16,13 @@ LAB_DIR = os.path.join(ROOT, "build", "lab")
 # in LAB_DIR/SUITE between labs, carried into and out of each guest).
 TIMINGS = "timings-{}.json"
 PREFLIGHT = "preflight.json"  # LAB_DIR/SUITE's: the pre-flight's answers for its root file system
+ROOTFS_OK = "rootfs.ok"  # LAB_DIR/SUITE's: the package list its root file system was made with
 GUEST_KIT = "/kit"
 # a suite's base image's first init (lab/init-boot.sh): the kit's own drive
-# mounted at GUEST_KIT, then the init the lab names (lab/qemu.py)
-BOOT_INIT = "/kit-boot.sh"
+# (KIT_DRIVE: qemu's second -drive, lab/qemu.py) mounted at GUEST_KIT, then
+# the init the kernel's command line names (INIT_ARG=); where it cannot,
+# its one line (opening BOOT_SAYS) and the guest powers off
+BOOT_INIT, KIT_DRIVE, INIT_ARG, BOOT_SAYS = "/kit-boot.sh", "/dev/vdb", "kit_init", "KIT-BOOT:"
 # A lab's folder, results/<stamp>LAB_TOP/; WHERE=1's apart (a kernel's lab
 # and its WHERE=1 lab may start in the same second: make atlas)
 LAB_TOP, WHERE_TOP = "-lab", "-where-lab"

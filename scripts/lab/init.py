@@ -16,7 +16,7 @@ import string
 
 from lifecycle import inputs as lifecycle_inputs
 from record import where
-from .common import GUEST_KIT, TIMINGS
+from .common import BOOT_SAYS, GUEST_KIT, INIT_ARG, KIT_DRIVE, TIMINGS
 from .qemu import DONE, USERSPACE
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -113,7 +113,7 @@ def shell_script(suite):
 def boot_script():
     """The base image's first init (BOOT_INIT's text): the kit's drive
     mounted, then the init named on the kernel's command line."""
-    return fill("init-boot.sh")
+    return fill("init-boot.sh", drive=KIT_DRIVE, init_arg=INIT_ARG, says=BOOT_SAYS)
 
 
 def write_init(suite, name, body):

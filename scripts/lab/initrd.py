@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 
 from host import ROOT
-from .common import LabError, sh
+from .common import ROOTFS_OK, LabError, sh
 
 SOURCE = os.path.join(ROOT, "src", "lab", "initrd.c")
 CFLAGS = ["-static", "-O2", "-Wall", "-Wextra", "-Werror"]
@@ -46,7 +46,7 @@ def cached(suite_dir, rel):
     it is newer than all it is made from (a root file system being rebuilt
     has no rootfs.ok: none then); else None."""
     out = os.path.join(suite_dir, name(rel))
-    sources = [SOURCE, os.path.abspath(__file__), os.path.join(suite_dir, "rootfs.ok")]
+    sources = [SOURCE, os.path.abspath(__file__), os.path.join(suite_dir, ROOTFS_OK)]
     if os.path.exists(out) and all(os.path.exists(s) and os.path.getmtime(out)
                                    >= os.path.getmtime(s) for s in sources):
         return out

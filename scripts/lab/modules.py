@@ -34,7 +34,7 @@ def preflight(suite, rel):
     and the target it probes, so a second lab of the suite (WHERE=1's)
     does not build the same module again."""
     try:
-        with open(os.path.join(suite.rootfs, GUEST_KIT.lstrip("/"), stap_preflight.TARGET),
+        with open(os.path.join(suite.kit, stap_preflight.TARGET),
                   "rb") as f:
             target = hashlib.sha256(f.read()).hexdigest()[:16]
     except OSError:

@@ -22,7 +22,7 @@ import record
 from measure import plan
 from host import say
 from . import initrd
-from .common import BOOT_INIT, GUEST_KIT, LAB_DIR, LabError
+from .common import BOOT_INIT, BOOT_SAYS, GUEST_KIT, INIT_ARG, LAB_DIR, LabError
 
 GUEST_MB, GUEST_CPUS = 2048, 2
 # QEMU's instruction counting: 2^0 ns a guest instruction; the guest clock
@@ -40,8 +40,8 @@ GUEST_S = {"quick": 1800, "full": 5400}  # a guest's whole run, boot to power-of
 
 class Guest:
     """One qemu of a suite: its share of the configurations (CFGS), its init
-    script in the root file system, its own image and console, and how it
-    ended.  K: its index among N guests (one alone keeps the plain names,
+    script in the kit, its own drive of the kit (the suite's base image
+    shared) and console, and how it ended.  K: its index among N guests (one alone keeps the plain names,
     but WHERE=1's: -where, apart from a lab of the suite beside it)."""
 
     def __init__(self, suite, cfgs, k=0, n=1):
@@ -75,7 +75,7 @@ class Guest:
                "-nographic", "-drive", f"file={self.suite.base},format=raw,if=virtio,snapshot=on",
                "-drive", f"file={self.img},format=raw,if=virtio",
                "-append", f"console=ttyS0 root=/dev/vda rw init={BOOT_INIT} panic=-1 quiet "
-                          f"kit_unit={unit} kit_init={init}"]
+                          f"kit_unit={unit} {INIT_ARG}={init}"]
         with open(self.suite.log, "a") as f:
             f.write("$ " + " ".join(cmd) + "\n")
         return cmd
@@ -85,12 +85,18 @@ class Guest:
         LIMIT) to reach userspace, LIMIT from its start to power off."""
         self.qemu = subprocess.Popen(self.command(accel, self.init), stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
+                                     start_new_session=True, env=self.env())
         self.reached = self.exited_early = self.timed_out = False
         self.qemu_rc, self.console, self.buf = None, [], b""
         self.t0, self.limit = time.monotonic(), limit
         self.deadline = self.t0 + (first_s or limit)
         self.clog = open(self.console_path(), "wb")
+
+    def env(self):
+        """qemu's environment: snapshot=on's file (the guest's writes to the
+        base image, unlinked as soon as made) in the suite's folder, beside
+        the images, not /var/tmp."""
+        return dict(os.environ, TMPDIR=self.suite.dir)
 
     def console_path(self):
         return os.path.join(self.suite.dir, f"console-{self.accel}{self.sfx}.log")
@@ -214,6 +220,7 @@ def boot_guests(suite, limit, args, state):
     for g in guests:
         g.start("tcg", limit)
     watch(guests)
+    booted(guests)
     again = [g for g in guests if not g.reached and g.exited_early]
     for g in again:
         why = stopped_why(g.text()) + debians_initramfs(suite, g)
@@ -222,6 +229,15 @@ def boot_guests(suite, limit, args, state):
         g.start("tcg", limit)
     watch(again)
     return guests
+
+
+def booted(guests):
+    """LabError where the base image's first init stopped a guest (its
+    BOOT_SAYS line): the lab's own failure, the same in every boot, so
+    neither booted again nor held against KVM."""
+    for g in guests:
+        if not g.reached and BOOT_SAYS in g.text():
+            raise LabError(f"{g.name}: {stopped_why(g.text())}")
 
 
 def debians_initramfs(suite, g):
@@ -250,6 +266,7 @@ def try_kvm(suite, limit, state):
             f"{stopped_why(whole.text())}{switched})")  # the kit's, not KVM's, failure
         whole.start("kvm", limit, first_s=BOOT_S)
         watch([whole])
+    booted([whole])  # (the lab's own failure: no verdict on KVM)
     if whole.reached:
         state["kvm"] = True
         if os.path.exists(KVM_VERDICT):
@@ -290,6 +307,7 @@ def stopped_why(console):
     else a kernel panic's, else the last one."""
     console = re.sub(r"\x1b(\[[0-9;?]*[A-Za-z]|.)", "", console)  # the BIOS's terminal codes
     lines = [ln.strip() for ln in console.splitlines() if ln.strip()]
-    panic = ([ln[ln.index(initrd.SAYS):] for ln in lines if initrd.SAYS in ln]  # the kit's initramfs
+    panic = ([ln[ln.index(s):] for ln in lines for s in (initrd.SAYS, BOOT_SAYS)
+              if s in ln]  # the kit's initramfs, its base image's first init
              or [ln for ln in lines if "Kernel panic" in ln or "qemu-system" in ln])
     return re.sub(r"^\[\s*[\d.]+\]\s*", "", (panic or lines or ["no console output"])[0])[:200]

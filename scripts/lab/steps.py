@@ -4,7 +4,7 @@ modules in its chroot (modules.py), then either make lab-shell's guest
 (shell) or its configurations dealt out to guests (shares.py) with their
 init scripts (init.py), booted and watched (qemu.py), and their folders
 brought back as one (merge.py).  Whatever happens, no qemu is left
-running and the guests' images are removed; Ctrl-C and SIGTERM keep the
+running and the guests' drives of the kit are removed; Ctrl-C and SIGTERM keep the
 rows the guests wrote.
 
 Nothing to run: scripts/lab calls run_suite for each suite.
@@ -132,7 +132,7 @@ def shell(suite, rel, state):
     suite.images([g])
     say(f"lab: {suite.name}: a shell in the guest (kernel {rel}); the kit is in {GUEST_KIT}; "
         "`exit` powers it off")
-    subprocess.run(g.command("kvm" if state.get("kvm") else "tcg", init.SHELL_INIT))
+    subprocess.run(g.command("kvm" if state.get("kvm") else "tcg", init.SHELL_INIT), env=g.env())
     return None
 
 

@@ -37,8 +37,8 @@ import trusted
 from .init import boot_script, write_init
 from host import ROOT, say
 from tracers import BACKENDS
-from .common import (BOOT_INIT, GUEST_KIT, LAB_DIR, LAB_THREADS, PREFLIGHT, TIMINGS, WHERE_THREADS,
-                     LabError, sh)
+from .common import (BOOT_INIT, GUEST_KIT, LAB_DIR, LAB_THREADS, PREFLIGHT, ROOTFS_OK, TIMINGS,
+                     WHERE_THREADS, LabError, sh)
 
 # The guest's own: a kernel to boot and its headers (SystemTap's modules),
 # what stap compiles with, what the runner and the init script use.
@@ -231,6 +231,7 @@ class Suite:
         self.dir = os.path.join(LAB_DIR, self.slug)
         self.rootfs = os.path.join(self.dir, "rootfs")
         self.base = os.path.join(self.dir, BASE)
+        self.kit = os.path.join(self.rootfs, GUEST_KIT.lstrip("/"))  # put_kit's, in the rootfs
         self.out = os.path.join(folder_root, self.slug)
         self.guests = []  # the guests booted, and those a TCG run boots (tcg)
         self.whole = self.tcg = self.vmlinuz = self.initrd = None
@@ -244,9 +245,9 @@ class Suite:
 
     # 0. the root file system's lock: two labs of one suite at once (make
     # atlas: a kernel's lab and its WHERE=1 lab) take turns from building
-    # or checking the root file system to their images made from it
+    # or checking the root file system to their kit's drives made from it
     # (the kit, its modules and the init scripts are put in it meanwhile);
-    # their guests then run side by side, each on its own image
+    # their guests then run side by side, the base image shared read-only
     def hold(self):
         if self.held:
             return
@@ -297,7 +298,7 @@ class Suite:
         made with (rootfs.ok); a new one is built beside the old, which is
         replaced only once the new one is whole: a build that fails leaves
         the cache as it was."""
-        ok = os.path.join(self.dir, "rootfs.ok")  # the package list it was made with
+        ok = os.path.join(self.dir, ROOTFS_OK)
         want = packages()
         if self.kernel_suite != self.userland:  # the kernel and its headers from there
             want = [f"{p}/{self.kernel_suite}" if p in KERNEL_PACKAGES else p for p in want]
@@ -389,14 +390,13 @@ class Suite:
     # a lab made an image of some 2 GB for each guest before (mkfs.ext4 -d:
     # some 10 s of CPU a lab); the kit comes on a drive of its own (images)
     def base_image(self):
-        ok, made = os.path.join(self.dir, "rootfs.ok"), self.base + ".ok"
+        ok, made = os.path.join(self.dir, ROOTFS_OK), self.base + ".ok"
         key = f"{os.stat(ok).st_mtime_ns} {hashlib.sha256(boot_script().encode()).hexdigest()}"
         if os.path.exists(self.base) and plan.load(made) == {"made_from": key, "mtime_ns": os.stat(
                 self.base).st_mtime_ns}:  # (and not written since: else made anew)
             return
-        kit = os.path.join(self.rootfs, GUEST_KIT.lstrip("/"))
-        shutil.rmtree(kit, ignore_errors=True)  # put_kit's copy, made anew for each lab
-        os.makedirs(kit)  # where BOOT_INIT mounts the kit's drive
+        shutil.rmtree(self.kit, ignore_errors=True)  # put_kit's copy, made anew for each lab
+        os.makedirs(self.kit)  # where BOOT_INIT mounts the kit's drive
         for old in glob.glob(os.path.join(self.rootfs, "kit-*.sh")):  # inits of labs before it
             os.unlink(old)
         write_init(self, BOOT_INIT, boot_script())
@@ -430,7 +430,7 @@ class Suite:
         for g in guests:
             if os.path.exists(g.img):
                 os.unlink(g.img)
-        make_image(os.path.join(self.rootfs, GUEST_KIT.lstrip("/")), guests[0].img, self.log)
+        make_image(self.kit, guests[0].img, self.log)
         for g in guests[1:]:
             sh(["cp", "--sparse=always", guests[0].img, g.img], self.log)
 

@@ -63,7 +63,7 @@ def floor_lines(a):
 def floor_paragraphs(named):
     """The BPF floor in each of several folders, a paragraph each (its
     floor_lines): NAMED, [(where, analysis)], WHERE opening its first line
-    ("In the sid guest (7.2)", "On host b (6.1)"); nothing for one without
+    ("In the sid guest (7.2)", a fleet's "On b (6.1)"); nothing for one without
     a floor."""
     out = []
     for where, a in named:

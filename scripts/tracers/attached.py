@@ -3,7 +3,7 @@ attached by a binary's path to the sites of every process that maps it
 (scripts/lifecycle drives them; make run's verbs are base.py's).
 
 A back-end that make lifecycle can drive has a class `Attached` (ftrace.py,
-bpftrace.py, perf.py; SystemTap's in stap_attached.py), listed in
+bpftrace.py, perf.py, libbpf.py; SystemTap's in stap_attached.py), listed in
 tracers.ATTACHED, made as
 
     Attached(kit, binary, sites, pid_filter=None, **way)

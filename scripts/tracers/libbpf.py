@@ -203,6 +203,13 @@ class Attached(Process):
         return ", ".join(f"{k} ({held[k]} held)" for k in kinds) or self.path
 
     def counts(self):
-        """After stop(): a count a site, as it printed them."""
+        """After stop(): a count a site, as it printed them; TracerGone
+        where it ended by itself without them (a failed detach or read:
+        its own words), never 0s read from nothing.  (Killed past the
+        limit, it printed none: its row says it was killed.)"""
         got = {n: int(c) for n, c in SITE_COUNTS.findall(self.said())}
+        if self.proc.returncode >= 0 and (self.proc.returncode or not got):
+            tail = [ln for ln in self.said().splitlines() if ln.strip()][-3:]
+            raise TracerGone(f"kit-libbpf exited ({self.proc.returncode}) without its counts: "
+                             + " | ".join(tail))
         return {n: got.get(n, 0) for n in self.sites.offsets}

@@ -16,9 +16,8 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-/* a spec a site in make lifecycle's sdt_site (each its own cookie), up to
- * the sites-1000 build's 1,000 (libbpf's default: 256) */
-#define BPF_USDT_MAX_SPEC_CNT 1024
+#include "sites.h"
+#define BPF_USDT_MAX_SPEC_CNT MAX_SITES /* a spec a site of sdt_site's (sites.h) */
 #include <bpf/usdt.bpf.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -39,12 +39,12 @@
 #include <bpf/libbpf.h>
 
 #include "kit.skel.h"
+#include "sites.h" /* MAX_SITES */
 
 #define LIVE_LINE "kit: probes live" /* tracers/base.py's LIVE_LINE */
 #define POLL_MS 100
 #define DEFAULT_RING_BYTES (4u << 20)
 #define PERF_PAGES 64 /* a CPU's perf buffer, as bpftrace's default */
-#define MAX_SITES 1024 /* kit.bpf.c's BPF_USDT_MAX_SPEC_CNT: a spec a site */
 
 enum { COUNTED, OTHERS, ARG_SUM, LOST, SLOTS }; /* kit.bpf.c's slots */
 static const char *const SLOT_NAMES[SLOTS] = { "events", "others", "arg_sum", "lost" };
@@ -133,6 +133,53 @@ static int print_counts(struct kit_bpf *skel, char **sites, size_t nsites)
 	return fflush(stdout) ? fail("stdout", errno) : 0;
 }
 
+/* What the loader attaches, and to what: PROVIDER:NAME (a marker), OFFSET
+ * (the raw uprobe, NAME NULL), or sdt_site's NSITES markers SITES. */
+struct probe {
+	pid_t pid;
+	const char *binary, *provider, *name;
+	size_t offset, nsites;
+	char **sites;
+};
+
+/* PROG attached as P says, a link each into LINKS, *NLINKS counting those
+ * made (the one that failed not among them); 0, else 1, said. */
+static int attach(struct bpf_program *prog, const struct probe *p, struct bpf_link **links,
+		  size_t *nlinks)
+{
+	for (size_t i = 0; i < (p->nsites ? p->nsites : 1); i++, (*nlinks)++) {
+		LIBBPF_OPTS(bpf_usdt_opts, site, .usdt_cookie = i); /* sdt_site's index */
+
+		if (p->nsites)
+			links[i] = bpf_program__attach_usdt(prog, p->pid, p->binary, p->provider,
+							    p->sites[i], &site);
+		else if (p->name)
+			links[i] = bpf_program__attach_usdt(prog, p->pid, p->binary, p->provider,
+							    p->name, NULL);
+		else
+			links[i] = bpf_program__attach_uprobe(prog, false, p->pid, p->binary,
+							      p->offset);
+		if (!links[i])
+			return fail(p->nsites ? p->sites[i] : "attaching", errno);
+	}
+	return 0;
+}
+
+/* The NLINKS LINKS destroyed, each NULL after: 0, else 1, said. */
+static int detach(struct bpf_link **links, size_t nlinks)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < nlinks; i++) {
+		int e = bpf_link__destroy(links[i]);
+
+		links[i] = NULL;
+		if (e)
+			err = fail("detaching", e);
+	}
+	return err;
+}
+
 /* NAMES (NAME,NAME...) split in place into SITES; their number, or 0. */
 static size_t split_sites(char *names, char **sites)
 {
@@ -173,7 +220,8 @@ int main(int argc, char **argv)
 	    (argc > 6 && (number(argv[6], 10, &ring_bytes) || ring_bytes <= 0 ||
 			  ring_bytes > UINT32_MAX))) {
 		fprintf(stderr, "usage: kit-libbpf PROGRAM BINARY PROVIDER:NAME|+OFFSET "
-				"[PID [CGROUP_ID [RING_BYTES]]]\n");
+				"[PID [CGROUP_ID [RING_BYTES]]]\n"
+				"       kit-libbpf sdt_site BINARY PROVIDER:NAME,NAME... [PID]\n");
 		return 2;
 	}
 	probe = argv[3];
@@ -186,7 +234,7 @@ int main(int argc, char **argv)
 		*name++ = '\0';
 	}
 	if (!strcmp(argv[1], "sdt_site") && (!name || !(nsites = split_sites(name, sites))))
-		return fail("sdt_site's NAME,NAME... (1 to 1024 sites)", EINVAL);
+		return fail("sdt_site's NAME,NAME... (1 to MAX_SITES, sites.h)", EINVAL);
 	/* SIGINT and SIGTERM held until the loop waits for them: one that
 	 * comes while it attaches is kept, and the counts are still printed */
 	memset(&sa, 0, sizeof(sa));
@@ -240,23 +288,11 @@ int main(int argc, char **argv)
 		err = fail("calloc", ENOMEM);
 		goto out;
 	}
-	for (size_t i = 0; i < (nsites ? nsites : 1); i++, nlinks++) {
-		LIBBPF_OPTS(bpf_usdt_opts, site, .usdt_cookie = i); /* sdt_site's index */
-
-		if (nsites)
-			links[i] = bpf_program__attach_usdt(prog, (pid_t)pid, argv[2], probe,
-							    sites[i], &site);
-		else if (name)
-			links[i] = bpf_program__attach_usdt(prog, (pid_t)pid, argv[2], probe, name,
-							    NULL);
-		else
-			links[i] = bpf_program__attach_uprobe(prog, false, (pid_t)pid, argv[2],
-							      (size_t)offset);
-		if (!links[i]) {
-			err = fail(nsites ? sites[i] : "attaching", errno);
-			goto out;
-		}
-	}
+	if ((err = attach(prog, &(struct probe){ .pid = (pid_t)pid, .binary = argv[2],
+						 .provider = probe, .name = name,
+						 .offset = (size_t)offset, .nsites = nsites,
+						 .sites = sites }, links, &nlinks)))
+		goto out;
 	printf("%s\n", LIVE_LINE);
 	if (fflush(stdout)) {
 		err = fail("stdout", errno);
@@ -279,13 +315,7 @@ int main(int argc, char **argv)
 	}
 	/* detached first (no event after this one counts), then what is
 	 * still in the buffer consumed, then the counts read */
-	for (size_t i = 0; i < nlinks; i++) {
-		int e = bpf_link__destroy(links[i]);
-
-		links[i] = NULL;
-		if (e)
-			err = fail("detaching", e);
-	}
+	err = detach(links, nlinks);
 	if (rb && ring_buffer__consume(rb) < 0)
 		err = fail("draining the ring", errno);
 	if (pb && perf_buffer__consume(pb) < 0)
