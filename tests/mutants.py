@@ -488,8 +488,8 @@ MUTANTS = [
      'if os.path.exists(self.base) and plan.load(made) == {',
      'if False and plan.load(made) == {', ["BaseImage"]),
     ("the kit left in the base image", "scripts/lab/suite.py",
-     "shutil.rmtree(kit, ignore_errors=True)  # put_kit's copy, made anew for each lab\n"
-     "        os.makedirs(kit)", "os.makedirs(kit, exist_ok=True)", ["BaseImage"]),
+     "shutil.rmtree(self.kit, ignore_errors=True)  # put_kit's copy, made anew for each lab\n"
+     "        os.makedirs(self.kit)", "os.makedirs(self.kit, exist_ok=True)", ["BaseImage"]),
     ("guests writing to the base image they share", "scripts/lab/qemu.py",
      ",snapshot=on", "", ["Quick.test_quick_lab"]),
     ("libbpf's lifecycle counts never read", "scripts/tracers/libbpf.py",
