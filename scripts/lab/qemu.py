@@ -41,8 +41,9 @@ GUEST_S = {"quick": 1800, "full": 5400}  # a guest's whole run, boot to power-of
 class Guest:
     """One qemu of a suite: its share of the configurations (CFGS), its init
     script in the kit, its own drive of the kit (the suite's base image
-    shared) and console, and how it ended.  K: its index among N guests (one alone keeps the plain names,
-    but WHERE=1's: -where, apart from a lab of the suite beside it)."""
+    shared) and console, and how it ended.  K: its index among N guests
+    (one alone keeps the plain names, but WHERE=1's: -where, apart from a
+    lab of the suite beside it)."""
 
     def __init__(self, suite, cfgs, k=0, n=1):
         self.suite, self.cfgs = suite, cfgs
