@@ -13,7 +13,7 @@ lock (lab/suite.py's Suite.hold), so a lab that needs it meanwhile
 waits for it and then finds it cached, as a second make lab would.  A
 suite that cannot be built (no mirror, no space) is said in one line and
 left to the lab, which says it again and skips; Ctrl-C and SIGTERM stop
-mmdebstrap and leave nothing half made (make_rootfs).  Needs root and
+mmdebstrap and leave nothing half made (lab/rootfs.py's make).  Needs root and
 mmdebstrap (make test installs it).
 """
 import ctypes
@@ -25,7 +25,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from lab import suite  # noqa: E402
+from lab import rootfs, suite  # noqa: E402
 from lab.common import LAB_DIR, LabError  # noqa: E402
 
 
@@ -34,7 +34,7 @@ PR_SET_CHILD_SUBREAPER = 36
 
 def stop(signum, frame):
     """SIGTERM (the runner's, once: this runs in a session of its own): as
-    Ctrl-C, make_rootfs's clean-up then runs to its end, unstopped."""
+    Ctrl-C, lab/rootfs.py's clean-up then runs to its end, unstopped."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
 
@@ -116,7 +116,7 @@ def main(names):
         t0 = time.monotonic()
         try:
             s.hold()
-            s.make_rootfs()
+            rootfs.make(s)
             print(f"prebuild: {name}: root file system ready ({time.monotonic() - t0:.0f} s)",
                   flush=True)
         except (LabError, OSError) as e:  # (OSError: no mmdebstrap, no space...)

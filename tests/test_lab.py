@@ -174,7 +174,8 @@ class Quick(unittest.TestCase):
         terminal, run by staprun -c); no module is left loaded in
         the guest; the folder says which accelerator ran it; the suite's
         base image is as it was made (its guests boot it read-only);
-        nothing (qemu, mounts, loop devices) is left on the host."""
+        Debian's initramfs is in the root file system, for the fallback and
+        LAVA; nothing (qemu, mounts, loop devices) is left on the host."""
         need_root(self)
         before = lab_state()
         base = os.path.join(common.LAB_DIR, "sid", suite.BASE)
@@ -222,6 +223,12 @@ class Quick(unittest.TestCase):
                 self.assertRegex(f.read(), r"\| sid +\| 7\.")
         # written before its key (base.img.ok), never after: no guest wrote to it
         self.assertLessEqual(os.stat(base).st_mtime_ns, os.stat(base + ".ok").st_mtime_ns)
+        # Debian's initramfs (the fallback's, LAVA's), made once at the end of the
+        # build (lab/rootfs.py's ONE_INITRD), and the link a stock install has
+        rootfs = os.path.join(common.LAB_DIR, "sid", "rootfs")
+        debian = f"initrd.img-{lab['kernel']}"
+        self.assertGreater(os.path.getsize(os.path.join(rootfs, "boot", debian)), 2 ** 20)
+        self.assertEqual(os.readlink(os.path.join(rootfs, "initrd.img")), f"boot/{debian}")
         self.assertEqual(lab_state(), before)
 
 

@@ -27,7 +27,7 @@ from unittest import mock
 
 from kit_test import need_root, unavailable
 import host
-from lab import common, suite
+from lab import common, rootfs, suite
 from lab import initrd as guest_initrd
 from lab import qemu as guest_qemu
 
@@ -115,7 +115,7 @@ class WordLists(unittest.TestCase):
         old = os.environ.get("MAKEFLAGS")
         os.environ["MAKEFLAGS"] = "w"  # what make -C DIR passes its children
         try:
-            lists = {"packages": suite.packages(), "needs": sorted(host.build_needs())}
+            lists = {"packages": rootfs.packages(), "needs": sorted(host.build_needs())}
         finally:
             if old is None:
                 del os.environ["MAKEFLAGS"]
@@ -144,14 +144,14 @@ class FailedRebuild(unittest.TestCase):
             os.makedirs(os.path.join(s.rootfs, "lib", "modules", "6.1.0-kit"))
             with open(os.path.join(s.dir, "rootfs.ok"), "w") as f:
                 f.write("linux-image-amd64\n")
-            real = suite.packages
-            suite.packages = lambda: ["linux-image-amd64", "kit-no-such-package"]
+            real = rootfs.packages
+            rootfs.packages = lambda: ["linux-image-amd64", "kit-no-such-package"]
             try:
                 with self.assertRaises(suite.LabError) as e:
-                    s.make_rootfs()
+                    rootfs.make(s)
                 self.assertIn("mmdebstrap", str(e.exception))  # it ran, and failed
             finally:
-                suite.packages = real
+                rootfs.packages = real
             kept = os.path.join(s.rootfs, "lib", "modules")
             self.assertTrue(os.path.isdir(kept), "the cached root file system was removed")
             self.assertEqual(os.listdir(kept), ["6.1.0-kit"])

@@ -200,7 +200,7 @@ class Cleanup(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(self.work, "etc", "passwd")))
 
     def test_lab_clears_a_root_file_system(self):
-        # lab/suite.py's clear (make_rootfs: the old root file system, a
+        # lab/suite.py's clear (lab/rootfs.py's make: the old root file system, a
         # killed build's): what is mounted below unmounted, the tree gone,
         # the host's tmpfs left whole
         self.bind_dev()

@@ -30,7 +30,7 @@ def version(suite):
 def preflight(suite, rel):
     """None if the chroot's SystemTap builds modules for its kernel REL, else
     why not; the answer kept in build/lab/SUITE/PREFLIGHT for this root file
-    system (make_rootfs removes it with the old one) by kernel, SystemTap
+    system (lab/rootfs.py removes it with the old one) by kernel, SystemTap
     and the target it probes, so a second lab of the suite (WHERE=1's)
     does not build the same module again."""
     try:

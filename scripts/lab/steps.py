@@ -18,7 +18,7 @@ import kernel
 from host import ROOT, say
 from record import where
 
-from . import init, initrd, modules, plugin
+from . import init, initrd, modules, plugin, rootfs
 from .common import GUEST_KIT, LabError
 from .merge import bring_back, bring_back_lifecycle, lifecycle_folder, skipped_folder
 from .qemu import GUEST_S, Guest, boot_guests
@@ -95,7 +95,7 @@ def prepare(suite, extra):
     and SystemTap's runtime in the guest, each said in EXTRA (the lab's
     facts); (kernel release, the kit's folder in the root file system,
     why SystemTap builds no module there or None)."""
-    suite.make_rootfs()
+    rootfs.make(suite)
     suite.base_image()
     rel, suite.vmlinuz, suite.debian_initrd = suite.kernel()
     suite.initrd = suite.debian_initrd

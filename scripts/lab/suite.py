@@ -1,13 +1,12 @@
 """lab/suite.py: one Debian suite's guest, on the host's side: the
-suite names and what each needs, the host's Debian mirror, the packages
-of its root file system, the root file system itself (mmdebstrap, cached
-in build/lab/SUITE/), its kernel, its base image (mkfs.ext4 -d: no loop
-device, no mount; made once, every guest boots it read-only), the kit
-copied into it and each guest's drive of the kit made from that, and
-the results folder read back out of one (debugfs).  Needs root,
-mmdebstrap, e2fsprogs, about 4 GB of disk per suite (its root file
-system and base image) and the host's Debian mirror (need_host_tools
-installs the tools).
+suite names and what each needs, the host's Debian mirror, its kernel
+(from its root file system, lab/rootfs.py's, cached in build/lab/SUITE/),
+its base image (mkfs.ext4 -d: no loop device, no mount; made once, every
+guest boots it read-only), the kit copied into it and each guest's drive
+of the kit made from that, and the results folder read back out of one
+(debugfs).  Needs root, mmdebstrap, e2fsprogs, about 4 GB of disk per
+suite (its root file system and base image) and the host's Debian
+mirror (need_host_tools installs the tools).
 
 Nothing to run: lab/steps.py drives a Suite.
 """
@@ -36,21 +35,13 @@ from measure import plan
 import trusted
 from .init import boot_script, write_init
 from host import ROOT, say
-from tracers import BACKENDS
-from .common import (BOOT_INIT, GUEST_KIT, LAB_DIR, LAB_THREADS, PREFLIGHT, ROOTFS_OK, TIMINGS,
+from .common import (BOOT_INIT, GUEST_KIT, LAB_DIR, LAB_THREADS, ROOTFS_OK, TIMINGS,
                      WHERE_THREADS, LabError, sh)
 
-# The guest's own: a kernel to boot and its headers (SystemTap's modules),
-# what stap compiles with, what the runner and the init script use.
-GUEST_BASE = ["linux-image-amd64", "linux-headers-amd64", "gcc", "make", "python3", "procps",
-              "kmod", "mount"]
 HOST_PACKAGES = {"mmdebstrap": "mmdebstrap", "qemu-system-x86_64": "qemu-system-x86",
                  "mkfs.ext4": "e2fsprogs", "debugfs": "e2fsprogs"}
-# Suites and what each needs.  sid's Release file in the host's mirror is
-# past its Valid-Until date (a snapshot), so apt must not check that date
-# there; nothing else is weakened (signatures are still checked).
+# Suites and what each needs (lab/rootfs.py builds their root file systems).
 SUITES = {"sid": [], "trixie": [], "bookworm": []}
-SID_APTOPT = ['--aptopt=Acquire::Check-Valid-Until "false"']
 # The kernel axis: LAB=SUITE:KERNEL is SUITE's root file system and tools
 # with KERNEL's kernel and headers (KERNEL_PACKAGES, pkg/KERNEL for apt),
 # KERNEL any suite of the mirror's (the_kernels_there checks, before
@@ -60,9 +51,7 @@ KERNEL_SUITES = ("bookworm", "bookworm-backports", "trixie", "trixie-backports",
 KERNEL_PACKAGES = ("linux-image-amd64", "linux-headers-amd64")
 KERNEL_NAME = r"[a-z]+(-backports)?"  # a Debian suite's name, as LAB may give it
 IMAGE_MB = 4096
-MIN_FREE_MB = 4 * 1024  # per suite: the root file system and its base image
 BASE = "base.img"  # LAB_DIR/SUITE's: its root file system as every guest boots it (base_image)
-MMDEBSTRAP_S = 1800
 QUICK_CONFIGS = ["baseline", "stap-mark", "stap-mark-alibi"]  # the baseline: overheads
 # WHERE=1: where one event's instructions go, for a probe of each path: the
 # emulated 1-byte nop under ftrace and bpftrace, the probe on the 10-byte
@@ -111,17 +100,6 @@ def make_image(rootfs, img, log):
     with open(img, "wb") as f:
         f.truncate(IMAGE_MB * 2 ** 20)
     sh(["mkfs.ext4", "-q", "-F", "-d", rootfs, img], log)
-
-
-def packages():
-    """What a guest's root file system holds: its own base, every tracer
-    back-end's programs (each back-end's `needs`) and the runtime of every
-    build the host made (`make packages`), so that every configuration
-    that can run in a guest does, installed as `make run` installs it."""
-    r = subprocess.run([*host.MAKE, "packages"], stdout=subprocess.PIPE,
-                       text=True, check=True)
-    tools = {p for b in BACKENDS.values() for p in b.needs.values()}
-    return GUEST_BASE + sorted(tools | set(r.stdout.split()))
 
 
 def mirror():
@@ -292,68 +270,7 @@ class Suite:
             return [configs.BY_NAME[n] for n in QUICK_CONFIGS]
         return [c for c in configs.CONFIGS if here(c) and c.build != BODY_BUILD]
 
-    # 1. the root file system
-    def make_rootfs(self):
-        """The suite's root file system, cached with the package list it was
-        made with (rootfs.ok); a new one is built beside the old, which is
-        replaced only once the new one is whole: a build that fails leaves
-        the cache as it was."""
-        ok = os.path.join(self.dir, ROOTFS_OK)
-        want = packages()
-        if self.kernel_suite != self.userland:  # the kernel and its headers from there
-            want = [f"{p}/{self.kernel_suite}" if p in KERNEL_PACKAGES else p for p in want]
-        if (os.path.exists(ok) and open(ok).read().split() == want
-                and os.path.isdir(os.path.join(self.rootfs, "lib", "modules"))):
-            return
-        m = mirror()
-        if not m:
-            raise LabError("no Debian mirror in the host's apt sources to build a guest from")
-        free = shutil.disk_usage(os.path.dirname(self.dir) if os.path.isdir(
-            os.path.dirname(self.dir)) else ROOT).free // 2 ** 20
-        if free < MIN_FREE_MB:
-            raise LabError(f"only {free} MB free for the guest, {MIN_FREE_MB} MB needed")
-        tmp = self.rootfs + ".tmp"
-        clear(tmp)  # (what a killed build left, its mounts too)
-        os.makedirs(self.dir, exist_ok=True)
-        say(f"lab: {self.name}: building its root file system with mmdebstrap "
-            "(a few minutes, once; cached in build/lab/)")
-        t0 = time.monotonic()
-        try:
-            sh(["mmdebstrap", "--variant=apt", "--include=" + ",".join(want),
-                *self.aptopts(), self.userland, tmp, *self.sources(m)],
-               self.log, timeout=MMDEBSTRAP_S)
-        except BaseException:  # LabError, Ctrl-C: nothing half-made is left
-            clear(tmp)
-            if not os.listdir(self.dir):  # (a SUITE:KERNEL apt could not install)
-                os.rmdir(self.dir)
-            raise
-        for old in (ok, os.path.join(self.dir, PREFLIGHT)):
-            if os.path.exists(old):  # the list: from here until the rename, none names the
-                os.remove(old)       # folder; the pre-flight's answers: the old one's
-        clear(self.rootfs)
-        os.rename(tmp, self.rootfs)
-        with open(ok, "w") as f:
-            f.write(f"{' '.join(want)}\n")
-        say(f"lab: {self.name}: root file system in {time.monotonic() - t0:.0f} s")
-
-    def sources(self, m):
-        """mmdebstrap's mirror lines: the suite's own; with another kernel's
-        suite, that one too (and a -backports suite's base, which its
-        packages assume)."""
-        if self.kernel_suite == self.userland:
-            return [m]
-        base = self.kernel_suite.removesuffix("-backports")
-        return [f"deb {m} {x} main" for x in dict.fromkeys([self.userland, self.kernel_suite,
-                                                            base])]
-
-    def aptopts(self):
-        """sid's (and a mixed guest's) Valid-Until waived; a mixed guest's
-        packages from its own suite wherever it has them (Default-Release),
-        the kernel's only as asked (pkg/KERNEL) and what that needs."""
-        if self.kernel_suite == self.userland:
-            return SID_APTOPT if self.name == "sid" else []
-        return [*SID_APTOPT, f'--aptopt=APT::Default-Release "{self.userland}"']
-
+    # 1. the root file system (lab/rootfs.py's) and its kernel
     def kernel(self):
         """(release, vmlinuz, initrd) of the guest's kernel."""
         rel = sorted(os.listdir(os.path.join(self.rootfs, "lib", "modules")))
