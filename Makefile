@@ -29,13 +29,16 @@ BUILD_TABLE := src/builds.tsv
 comma := ,
 rows = awk -F'\t' 'NF == 7 && $$1 != "build" $(1)' $(BUILD_TABLE)
 BUILDS := $(shell $(call rows,{ print $$1 }))
-# Columns 2-4 (no spaces in them) read once: an awk a call would be a
-# hundred forks each time make starts, most of `make all`'s time when
-# nothing needs building.
-$(foreach r,$(shell $(call rows,{ print $$1 "$(comma)" $$2 "$(comma)" $$3 "$(comma)" $$4 })),\
+# Columns 2-5 read once: an awk a call would be a hundred forks each time
+# make starts, most of `make all`'s time when nothing needs building (and
+# two seconds of each guest's start under TCG).  Columns 2-4 have no
+# spaces; column 5's (cflags) travel as ^, which no flag of it may hold.
+$(foreach r,$(shell $(call rows,{ gsub(/ /, "^", $$5); \
+	print $$1 "$(comma)" $$2 "$(comma)" $$3 "$(comma)" $$4 "$(comma)" $$5 })),\
 	$(eval COLS.$(firstword $(subst $(comma), ,$(r))) := $(subst $(comma), ,$(r))))
 field = $(if $(filter 2 3 4,$(2)),$(word $(2),$(COLS.$(1))),\
-	$(shell $(call rows,&& $$1 == "$(1)" { print $$$(2) })))
+	$(if $(filter 5,$(2)),$(subst ^, ,$(word 5,$(COLS.$(1)))),\
+	$(shell $(call rows,&& $$1 == "$(1)" { print $$$(2) }))))
 
 # What each kind of build needs, and the Debian package that has it.
 # has_header(H): y when the compiler finds <H>.  (printf's \043 is '#',

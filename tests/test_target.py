@@ -35,8 +35,10 @@ class Builds(unittest.TestCase):
     def test_one_table(self):
         """src/builds.tsv is the one list of builds: `make list` prints its
         rows in order, `make` knows a rule for each, and each build but
-        the baseline's marked idle has its idle-* configuration, and every
-        build is some configuration's or make lifecycle's."""
+        the baseline's marked idle has its idle-* configuration, every
+        build is some configuration's or make lifecycle's, and its row's
+        cflags reach its compile line whole (the Makefile reads them once,
+        their spaces as ^: none may hold ^ or a comma)."""
         listed = run(["make", "-s", "--no-print-directory", "list"]).stdout.splitlines()
         self.assertEqual([ln.split()[0] for ln in listed], ALL_BUILDS)
         self.assertEqual(ALL_BUILDS[0], "plain", "the baseline first")
@@ -45,6 +47,10 @@ class Builds(unittest.TestCase):
                 r = run(["make", "-n", "-B", f"build/benchmark-{b}"])
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertIn(f"-DTRACE_BUILD='\"{b}\"'", r.stdout)
+                cflags = builds.builds()[b].cflags
+                self.assertFalse(set("^,") & set(cflags), cflags)
+                if cflags != "-":
+                    self.assertIn(f" {cflags} ", r.stdout)
                 if b != "plain" and builds.builds()[b].idle:
                     self.assertEqual(configs.BY_NAME[f"idle-{b}"].build, b)
                 self.assertIn(b, {c.build for c in configs.CONFIGS} | builds_used())
