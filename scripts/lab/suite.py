@@ -100,11 +100,11 @@ def put_kit(rootfs, suite_dir, timings=None):
     return dst
 
 
-def make_image(rootfs, img, log):
-    """An ext4 image IMG of ROOTFS, IMAGE_MB large (mkfs.ext4 -d: no loop
+def make_image(rootfs, img, log, mb=IMAGE_MB):
+    """An ext4 image IMG of ROOTFS, MB large (mkfs.ext4 -d: no loop
     device, no mount)."""
     with open(img, "wb") as f:
-        f.truncate(IMAGE_MB * 2 ** 20)
+        f.truncate(mb * 2 ** 20)
     sh(["mkfs.ext4", "-q", "-F", "-d", rootfs, img], log)
 
 
