@@ -32,7 +32,8 @@ BUILDS := $(shell $(call rows,{ print $$1 }))
 # Columns 2-5 read once: an awk a call would be a hundred forks each time
 # make starts, most of `make all`'s time when nothing needs building (and
 # two seconds of each guest's start under TCG).  Columns 2-4 have no
-# spaces; column 5's (cflags) travel as ^, which no flag of it may hold.
+# spaces; column 5's (cflags) travel as ^, which no flag of it may hold
+# (nor a comma, # or $: src/builds.tsv).
 $(foreach r,$(shell $(call rows,{ gsub(/ /, "^", $$5); \
 	print $$1 "$(comma)" $$2 "$(comma)" $$3 "$(comma)" $$4 "$(comma)" $$5 })),\
 	$(eval COLS.$(firstword $(subst $(comma), ,$(r))) := $(subst $(comma), ,$(r))))

@@ -1,6 +1,6 @@
-"""make lab's guest image and its boot (scripts/lab/suite.py, initrd.py,
-qemu.py): the kit put in a guest's root file system without build/'s own
-root file systems (`PutKit`); a suite's base image made once, without
+"""make lab's guest image and its boot (scripts/lab/suite.py, rootfs.py,
+initrd.py, qemu.py): the kit put in a guest's root file system without
+build/'s own root file systems (`PutKit`); a suite's base image made once, without
 the kit (`BaseImage`); the package lists read from make hold
 package names only, under make -C too (`WordLists`); a root file system
 rebuilt for another package list fails in mmdebstrap, for real, and

@@ -38,7 +38,7 @@ class Builds(unittest.TestCase):
         the baseline's marked idle has its idle-* configuration, every
         build is some configuration's or make lifecycle's, and its row's
         cflags reach its compile line whole (the Makefile reads them once,
-        their spaces as ^: none may hold ^ or a comma)."""
+        their spaces as ^: none may hold ^, a comma, # or $)."""
         listed = run(["make", "-s", "--no-print-directory", "list"]).stdout.splitlines()
         self.assertEqual([ln.split()[0] for ln in listed], ALL_BUILDS)
         self.assertEqual(ALL_BUILDS[0], "plain", "the baseline first")
@@ -48,7 +48,7 @@ class Builds(unittest.TestCase):
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertIn(f"-DTRACE_BUILD='\"{b}\"'", r.stdout)
                 cflags = builds.builds()[b].cflags
-                self.assertFalse(set("^,") & set(cflags), cflags)
+                self.assertFalse(set("^,#$") & set(cflags), cflags)
                 if cflags != "-":
                     self.assertIn(f" {cflags} ", r.stdout)
                 if b != "plain" and builds.builds()[b].idle:

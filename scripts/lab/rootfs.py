@@ -35,13 +35,14 @@ MMDEBSTRAP_S = 1800
 # bookworm build here (docs/findings/2026-12-07-one-initramfs.md).  With
 # INITRD=No in the build's environment the kernel's hook (both
 # generators') makes none, so the trigger finds none to update; this
-# hook then makes it once for each kernel, with the /initrd.img link
-# (linux-update-symlinks) a stock install has.  The guests boot the kit's
+# hook then makes it once for each kernel (INITRD unset again; no kernel
+# listed fails the build), with the /initrd.img link (linux-update-symlinks)
+# a stock install has.  The guests boot the kit's
 # own initramfs (lab/initrd.py); Debian's is the fallback and LAVA's.
 ONE_INITRD_ENV = {"INITRD": "No"}
-ONE_INITRD = ('chroot "$1" sh -ec \'for v in $(linux-version list); do '
-              'update-initramfs -c -k "$v"; '
-              'env -u INITRD linux-update-symlinks install "$v" "/boot/vmlinuz-$v"; done\'')
+ONE_INITRD = ('chroot "$1" env -u INITRD sh -ec \'vs=$(linux-version list); [ -n "$vs" ]; '
+              'for v in $vs; do update-initramfs -c -k "$v"; '
+              'linux-update-symlinks install "$v" "/boot/vmlinuz-$v"; done\'')
 
 
 def packages():

@@ -1,6 +1,6 @@
 """lab/steps.py: one suite of make lab, step by step: its root file
-system, kernel and the kit in it (suite.py), SystemTap's pre-flight and
-modules in its chroot (modules.py), then either make lab-shell's guest
+system (rootfs.py), kernel and the kit in it (suite.py), SystemTap's
+pre-flight and modules in its chroot (modules.py), then either make lab-shell's guest
 (shell) or its configurations dealt out to guests (shares.py) with their
 init scripts (init.py), booted and watched (qemu.py), and their folders
 brought back as one (merge.py).  Whatever happens, no qemu is left

@@ -91,13 +91,25 @@ def put_kit(rootfs, suite_dir, timings=None):
     for t in glob.glob(os.path.join(suite_dir, TIMINGS.format("*"))) if timings is None else timings:
         shutil.copy(t, os.path.join(dst, "results", os.path.basename(t)))
     os.makedirs(os.path.join(dst, "build", "lab-modules"), exist_ok=True)  # maybe none
-    # The kit's Python compiled by the guest's own python3, here at the host's
-    # speed: each guest's runner compiled it at its start, some 3 s under TCG.
-    # (Where that fails, as in a root without python3, the guest compiles it.)
-    subprocess.run(["chroot", rootfs, "python3", "-m", "compileall", "-q",
-                    f"{GUEST_KIT}/scripts"], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, timeout=600)
+    compile_kit(rootfs)
     return dst
+
+
+def compile_kit(rootfs):
+    """The kit's Python in ROOTFS compiled by the guest's own python3, here
+    at the host's speed (each guest's runner compiled it at its start, some
+    3 s under TCG): as root alone (chroot), in a clean environment under
+    umask 022, as the guest's init would have.  Where it cannot (no root,
+    a root without python3), the guest compiles it itself."""
+    if os.geteuid() != 0:
+        return
+    try:
+        subprocess.run(["chroot", rootfs, "/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "sh", "-c",
+                        f"umask 022 && exec python3 -I -m compileall -q {GUEST_KIT}/scripts"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       stdin=subprocess.DEVNULL, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        pass
 
 
 def make_image(rootfs, img, log, mb=IMAGE_MB):
