@@ -106,6 +106,31 @@ class Figures(unittest.TestCase):
                                "7.2.13+deb14-amd64", "7.3-rc7-amd64", "7.3.4+deb13-amd64"])
 
 
+class Libbpf(unittest.TestCase):
+    def test_the_library_and_its_usdt_link_on_each_kernel(self):
+        """The kernels' line's libbpf column (issue 68): the library the
+        loader ran on (meta's tracers) and the link the floor's USDT probe
+        took on that kernel, as its timed rows' note says; "-" where no
+        libbpf row ran (the fixture's and the committed atlas's kernels,
+        measured before libbpf: their README.md says "-" in each line)."""
+        note = "libbpf, sdt_count on every process mapping it; it held {}; other"
+        g = {"meta": {"tracers": {"libbpf": "libbpf 1.7 (build/kit-libbpf)"}},
+             "rows": [{"config": "libbpf-sdt-count", "rep": 0, "note": "a warm-up"},
+                      {"config": "libbpf-uprobe-nop", "rep": 1,
+                       "note": note.format("perf link (1), perf_event (1)")},
+                      {"config": "libbpf-sdt-count", "rep": 1,
+                       "note": note.format("uprobe_multi link (1)")}]}
+        self.assertEqual(atlas.libbpf_line(g), "1.7 (USDT: uprobe_multi link (1))")
+        g["rows"] = g["rows"][:2]  # the floor's row never ran: the library alone
+        self.assertEqual(atlas.libbpf_line(g), "1.7")
+        self.assertEqual(atlas.libbpf_line({"meta": {}, "rows": []}), "-")
+        with open(WANT) as f:
+            lines = [ln for ln in f if ln.startswith("| ") and "builds modules" in ln]
+        self.assertTrue(lines)
+        for ln in lines:
+            self.assertIn("| 5.6/0.196 | -      |", ln)
+
+
 class Inputs(unittest.TestCase):
     def test_refused(self):
         """Bad input: exit 2, the value named with what is allowed, and no

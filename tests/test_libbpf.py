@@ -21,6 +21,7 @@ from kit_test import (ROOT, StateTest, kill_during, kit, need, need_tracer, pids
                       wait_for)
 import configs
 import kin
+import record
 import stats
 from render.bodies import floor_lines
 from render.lab import lab_floor
@@ -181,6 +182,40 @@ class Run(StateTest):
                     k = int(x["iterations"])
                     self.assertIn(f"its arguments summed to {int(x['threads']) * k * (k - 1) // 2}",
                                   x["note"])
+
+    def test_a_users_marker_witnessed_by_the_kernels_run_count(self):
+        """make run CONFIGS=user-libbpf,user-untraced: no ftrace or perf row
+        to witness libbpf's count, so a witness run at each thread count
+        (the kernel counting the program's runs, untimed), by which every
+        timed row is agreed: the command's 1,000 calls a run."""
+        target = os.path.join(ROOT, "build", "benchmark-sdt")
+        with tempfile.TemporaryDirectory() as res:
+            r = kit(["--threads", "1,2", "--iter", "2", "--runs", "2", "--target", target,
+                     "--probe", "benchmark:single_trace", "--workload",
+                     f"{target} --threads 1 --iterations 1000 --quiet", "--configs",
+                     "user-libbpf,user-untraced"], res)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            rows, _ = rows_of(res)
+        mine = [x for x in rows if x["config"] == "user-libbpf"]
+        witnesses = [x for x in mine if record.is_witness_run(x)]
+        self.assertEqual(sorted(x["threads"] for x in witnesses), ["1", "2"])
+        for x in witnesses:
+            with self.subTest(witness_run=x["threads"]):
+                n = 1000 * int(x["calls"])
+                self.assertEqual((x["status"], x["events_seen"]), ("agreed", str(n)),
+                                 x["reason"])
+                self.assertEqual(x["reason"], f"agreed with {record.SAME_RUN} "
+                                 f"({libbpf.KERNEL_RUNS}): {n} events")
+                self.assertIn(f"the kernel ran its program {n} times", x["note"])
+        timed = [x for x in mine if x["rep"] not in ("", "0")]
+        self.assertEqual(len(timed), 4)
+        for x in timed:
+            with self.subTest(threads=x["threads"], rep=x["rep"]):
+                self.assertEqual(x["status"], "agreed", x["reason"])
+                self.assertEqual(int(x["events_seen"]), 1000 * int(x["calls"]))
+                self.assertTrue(x["reason"].startswith(
+                    "agreed with libbpf's witness run (1000 events a run in its one run"),
+                    x["reason"])
 
     def test_bodies_add_up(self):
         with tempfile.TemporaryDirectory() as res:

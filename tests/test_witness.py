@@ -175,6 +175,80 @@ class AcrossRuns(unittest.TestCase):
         self.assertEqual(back[1]["events_expected"], "200")
 
 
+def witness_run(config, tracer, seen, calls, threads=1, others=0):
+    """A tracer's witness run (record.WITNESS_RUN: rep 0): its count equal
+    to the kernel's in its run (libbpf's: its program's runs), or, where
+    OTHERS of other processes' hits were among them, not witnessed."""
+    r = row(config, tracer, "agreed", seen, calls, f"agreed with {record.SAME_RUN} (its BPF "
+            f"program's runs): {seen} events", threads=threads, rep=0)
+    if others:
+        r.update(status="unverified", reason=f"{seen + others} runs hold {others} others too")
+    return dict(r, sized_by=f"{record.WITNESS_RUN} (ITER)", events_others=str(others))
+
+
+class WitnessRun(unittest.TestCase):
+    """witness.judge with a tracer's witness run (libbpf --witness): the
+    only witness of user-libbpf's rows where no ftrace or perf row ran
+    (make run CONFIGS=user-libbpf,user-untraced)."""
+
+    def timed(self, *seen, calls=1):
+        return [dict(row("user-libbpf", "libbpf", "unverified", s, calls, UNVERIFIED, rep=k),
+                     sized_by="ITER", events_others="0") for k, s in enumerate(seen, start=1)]
+
+    def test_its_count_witnesses_its_own_configurations_timed_runs(self):
+        # the witness run: 100,000 throws in 1 run of the command, the
+        # kernel's count; the timed runs 100,000 each: agreed, 100,000
+        rows = [*self.timed(100000, 100000, 100000),
+                witness_run("user-libbpf", "libbpf", 100000, 1)]
+        got = witness.judge(rows)
+        self.assertEqual(sorted(got), [0, 1, 2])
+        for st, why, expected in got.values():
+            self.assertEqual((st, expected), ("agreed", 100000))
+            self.assertEqual(why, "agreed with libbpf's witness run (100000 events a run in its "
+                                  "one run, equal to the kernel's hit counter): 100000 events")
+
+    def test_counts_that_vary_among_the_timed_runs_stay_unverified(self):
+        # one witness run cannot say the workload holds: 99,999 in one
+        # timed run leaves all three unverified, saying from what to what
+        rows = [*self.timed(100000, 99999, 100000),
+                witness_run("user-libbpf", "libbpf", 100000, 1)]
+        got = witness.judge(rows)
+        for st, why, expected in got.values():
+            self.assertEqual((st, expected), ("unverified", None))
+            self.assertIn("user-libbpf's own count varies from run to run (99999 to 100000 "
+                          "events a run in its 3 timed runs), so libbpf's witness run, one run, "
+                          "cannot witness them", why)
+
+    def test_timed_runs_that_agree_but_not_with_it_are_mismatches(self):
+        rows = [*self.timed(99999, 99999), witness_run("user-libbpf", "libbpf", 100000, 1)]
+        got = witness.judge(rows)
+        self.assertEqual([got[i][0] for i in (0, 1)], ["mismatch", "mismatch"])
+        self.assertIn("the tracer saw 99999 events, where libbpf's witness run", got[0][1])
+
+    def test_a_witness_run_with_others_hits_witnesses_nothing(self):
+        rows = [*self.timed(100000), witness_run("user-libbpf", "libbpf", 100000, 1, others=5)]
+        self.assertEqual(witness.judge(rows), {})
+
+    def test_a_warm_up_is_no_witness_run_and_threads_stay_apart(self):
+        warm_up = dict(witness_run("user-libbpf", "libbpf", 100000, 1), sized_by="warm-up")
+        self.assertEqual(witness.judge([*self.timed(100000), warm_up]), {})
+        two = witness_run("user-libbpf", "libbpf", 200000, 2, threads=2)
+        self.assertEqual(witness.judge([*self.timed(100000), two]), {})
+
+    def test_it_witnesses_another_tracers_runs_too(self):
+        rows = [row("user-bpftrace", "bpftrace", "unverified", 300000, 3, UNVERIFIED),
+                witness_run("user-libbpf", "libbpf", 100000, 1)]
+        st, why, expected = witness.judge(rows)[0]
+        self.assertEqual((st, expected), ("agreed", 300000))
+
+    def test_it_is_not_a_warm_up_to_the_report(self):
+        self.assertTrue(record.is_witness_run(witness_run("user-libbpf", "libbpf", 1, 1)))
+        self.assertTrue(record.is_witness_run(
+            {"rep": 0, "sized_by": f"{record.WITNESS_RUN} (ITER)"}))  # (as record.load reads it)
+        self.assertFalse(record.is_witness_run({"rep": 1, "sized_by": record.WITNESS_RUN}))
+        self.assertFalse(record.is_witness_run({"rep": "0", "sized_by": "warm-up"}))
+
+
 class NeverFires(unittest.TestCase):
     """Zero is not agreement: a real program's marker that its tracer and
     its witness both counted 0 times is `never-fires` (a finding), never
@@ -206,7 +280,8 @@ class NeverFires(unittest.TestCase):
         with mock.patch.object(witness.workloads.get("user"), "why_silent", lambda: ""):
             got = witness.judge(rows)
         self.assertEqual(got[1][0], "never-fires")
-        self.assertIn("nor did ftrace (0 events a run in each of their 1 runs", got[1][1])
+        self.assertIn("nor did ftrace (0 events a run in its one run, equal to the kernel's hit "
+                      "counter", got[1][1])
         self.assertEqual(got[2][0], "mismatch")
 
     def test_no_price_per_event(self):

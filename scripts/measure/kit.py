@@ -42,8 +42,9 @@ class Run:
     """One execution of the target under one configuration; STATE is the
     back-end's own per-run record (its State dataclass)."""
 
-    def __init__(self, kit, cfg, tracer, threads, iterations, rep, rate=TIGHT):
+    def __init__(self, kit, cfg, tracer, threads, iterations, rep, rate=TIGHT, witness=False):
         self.cfg, self.threads, self.iterations, self.rate = cfg, threads, iterations, rate
+        self.witness = witness  # a witness run (record.WITNESS_RUN: Tracer.witness_run)
         self.pin = kit.args.pin
         self.miss = kit.args.miss
         self.duration_ms = max(1, round(kit.args.duration * 1000))
@@ -67,7 +68,8 @@ class Run:
         kit.serial += 1
         self.tag = leftovers.run_tag(kit.id, kit.serial)
         paced = "" if rate == TIGHT else f"-rate{rate}"
-        self.log = os.path.join(kit.folder.logs, f"{cfg.name}-t{threads}{paced}-r{rep}.log")
+        self.log = os.path.join(kit.folder.logs, f"{cfg.name}-t{threads}{paced}-"
+                                f"{'witness' if witness else f'r{rep}'}.log")
         self.scratch = tempfile.mkdtemp(prefix=self.tag + "-", dir=kit.scratch)
         self.state = tracer.State()
         self.pids = set()  # the tracer's processes (what they leave behind is removed)
@@ -122,11 +124,16 @@ class Kit:
         if self.folder:
             self.folder.close()
 
-    def run_one(self, cfg, threads, iterations, rep, sized_by="", rate=TIGHT, judge=None):
+    def run_one(self, cfg, threads, iterations, rep, sized_by="", rate=TIGHT, judge=None,
+                witness=False):
         """Runs the target once under cfg (paced at RATE calls/s per thread
         for DURATION, or ITERATIONS calls in a tight loop); writes its row,
         whose `stopped` JUDGE(row) fills (why the cell runs no more, or
-        ''), and returns (row, record.Timing)."""
+        ''), and returns (row, record.Timing).  WITNESS: the tracer's
+        witness run (rep 0, record.WITNESS_RUN), never timed."""
+        if witness:
+            rep, sized_by = 0, f"{record.WITNESS_RUN} ({sized_by})" if sized_by else \
+                record.WITNESS_RUN
         tracer = tracers.get(cfg.tracer)
         w = workloads.get(cfg.workload, self.args) if cfg.workload else None
         if w and iterations > w.max_iter:  # a transaction, not a call: QUICK's ITER, say
@@ -137,7 +144,7 @@ class Kit:
         if rate != TIGHT:
             iterations = max(1, rate * round(self.args.duration * 1000) // 1000)
             sized_by = f"RATE={rate} x DURATION={self.args.duration:g} s"
-        run = Run(self, cfg, tracer, threads, iterations, rep, rate)
+        run = Run(self, cfg, tracer, threads, iterations, rep, rate, witness)
         row = record.failed_row(
             cfg, threads, "", iterations=iterations, rep=rep, sized_by=sized_by,
             pinned=int(run.pin), rate=rate, unit=self.args.unit, attach=cfg.attach,

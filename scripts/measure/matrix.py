@@ -312,6 +312,7 @@ class Matrix:
         self.state = Cells(args, self.cells, self.plan.pilots)
         self.warm_ups = self.plan.warm_ups()
         self.nwarm_all, self.nwarm, self.nruns = len(self.warm_ups), 0, 0
+        self.nwitness = 0  # witness runs (witness()): never in self.runs
         self.sizing, self.runs = {}, []
         self.shuffle = random.Random(args.seed)  # interleaved: drift hits all cells alike
 
@@ -354,6 +355,33 @@ class Matrix:
                                                             warmup_calls(self.kit.calib_iter, c)))
             self.sizing[(c.name, n)] = (it, how)
             self.runs += runs
+
+    def witness(self, block, n):
+        """A witness run (record.WITNESS_RUN) for each of BLOCK's cells of
+        a real program whose tracer can count with the kernel as its
+        witness (Tracer.witness_run) and whose timed runs nothing witnessed
+        (`unverified`, no other tracer's run of the family witnessed by its
+        kernel, no other process's hits among them): after its rounds,
+        never timed, never in the plan's timings; measure/witness.py then
+        judges the timed runs by it."""
+        for c, _, r in block:
+            if not (c.workload and tracers.get(c.tracer).witness_run):
+                continue
+            timed = [row for row, _ in self.runs
+                     if (row["config"], row["threads"]) == (c.name, n) and row["rep"]]
+            kin_runs = [row for row, _ in self.runs if row["rep"] and row["tracer"] != c.tracer
+                        and timed and witness.family(row) == witness.family(timed[-1])]
+            if (not any(row["status"] == "unverified" for row in timed)
+                    or any(map(record.kernel_witnessed, kin_runs))
+                    or any(row.get("events_others") for row in timed)):
+                continue
+            check_signalled()
+            row, _ = self.kit.run_one(c, n, timed[-1]["iterations"], 0,
+                                      sized_by=timed[-1]["sized_by"], witness=True)
+            self.nwitness += 1
+            say(f"[witness threads={n}] {c.name} iter={row['iterations']}, untimed, its count "
+                f"witnessed by the kernel's: {row['status']}"
+                + (f" ({row['reason']})" if row.get("reason") else ""))
 
     def rounds(self, block, n):
         """BLOCK's rounds until every cell in it is done."""
@@ -406,7 +434,9 @@ def matrix(kit, args, runnable):
         m.presize(block, n)
         m.warm(block, n)
         m.rounds(block, n)
+        m.witness(block, n)
         m.plan.learn(m.runs, write=False)  # the next thread counts scale from this one
     m.plan.learn(m.runs)
-    say(f"run: {m.nruns} runs and {len(m.runs) - m.nruns} warm-ups in "
+    say(f"run: {m.nruns} runs and {len(m.runs) - m.nruns} warm-ups"
+        + (f" and {m.nwitness} witness runs" if m.nwitness else "") + " in "
         f"{fmt_s(time.monotonic() - t0)}; the plan said about {fmt_s(m.plan.total)}")

@@ -2,8 +2,8 @@
 
 A real program's row (the python-*, postgres-* and user-* families,
 workloads.py) is checked against the program's own count of its marker
-where it keeps one.  Where it keeps none, two witnesses that need no help
-from the program:
+where it keeps one.  Where it keeps none, three witnesses that need no
+help from the program:
 
 1. The kernel's hit counter, in the same run (record.verdict): ftrace's
    and perf's events are uprobe events, and uprobe_profile counts each
@@ -17,6 +17,14 @@ from the program:
    different numbers a call, the workload itself varies from run to run
    (PostgreSQL's lwlock__acquire; a JVM's start-up), no other run can
    witness this one, and the row stays `unverified`, saying so.
+3. A tracer's witness run (record.WITNESS_RUN): where a real program's
+   timed runs had neither, the runner runs one more of a tracer that can
+   count with the kernel's help at a cost no timed run may carry
+   (libbpf's --witness: the kernel counts its program's runs, which
+   BPF_ENABLE_STATS times), untimed, after the cell's rounds
+   (measure/matrix.py); its count, equal to the kernel's, witnesses the
+   family's timed runs as (2)'s do, the row's own configuration's timed
+   runs agreeing among themselves (one run cannot say the workload holds).
 
 The rule is exact, never "within some %": a workload that varies gets no
 cross-run witness at all (tests/test_witness.py: a varying one, a fixed
@@ -48,8 +56,8 @@ def count(text):
 def judge(rows, inputs=None):
     """{index in ROWS: (status, reason, events expected)} for the rows the
     other tracers' counts witness; ROWS are a folder's runs.csv rows (as
-    read, strings), none changed here.  Only timed runs witness (a
-    warm-up is judged, never a witness).  A row found never-fires gets its
+    read, strings), none changed here.  Only timed runs and witness runs
+    witness (a warm-up is judged, never a witness).  A row found never-fires gets its
     workload's why_silent() words (INPUTS: the run's, which hold a user's
     workload), which may run the user's command once more (silence.py)."""
     out = {}
@@ -60,7 +68,7 @@ def judge(rows, inputs=None):
             by_family.setdefault(f, []).append(i)
     for f, idx in by_family.items():
         kernel = [rows[i] for i in idx if record.kernel_witnessed(rows[i])
-                  and count(rows[i]["calls"]) and count(rows[i]["rep"])]
+                  and count(rows[i]["calls"]) and timed_or_witness(rows[i])]
         call = workloads.get(f[0]).call
         # the runs that told the workload's events apart from other
         # processes' (cgroups.py), and the most hits of others one counted
@@ -85,10 +93,17 @@ def judge(rows, inputs=None):
                     continue
                 out[i] = against(r, seen, calls, theirs, call, apart_words(most))
             else:
-                others = [w for w in kernel if w["tracer"] != r["tracer"]]
+                others = [w for w in kernel if w["tracer"] != r["tracer"]
+                          or record.is_witness_run(w)]
                 if not others:
                     continue
-                out[i] = against(r, seen, calls, others, call)
+                # a witness run is one run: the row's own config's timed runs say
+                # whether the workload's count holds from run to run
+                peers = [rows[j] for j in idx if any(map(record.is_witness_run, others))
+                         and rows[j]["config"] == r["config"] and count(rows[j]["rep"])
+                         and count(rows[j]["events_seen"]) is not None
+                         and count(rows[j]["calls"])]
+                out[i] = against(r, seen, calls, others, call, peers=peers)
             silent = out[i][0] == "never-fires" and workloads.get(f[0], inputs).why_silent()
             if silent:
                 out[i] = (out[i][0], out[i][1] + "; " + silent,
@@ -122,14 +137,12 @@ def script(r, calls, witnesses, call):
     where other processes fired the marker, the runs that counted the
     workload's apart), where they agree on a number a call; always
     `unverified` (no count of its own to agree)."""
-    per_call = {Fraction(count(w["events_seen"]) + (count(w["events_dropped"]) or 0),
-                         count(w["calls"])) for w in witnesses if w["tracer"] != r["tracer"]
-                or not is_script(w)}
-    if len(per_call) != 1 or (min(per_call) * calls).denominator != 1:
+    counts = {per_call(w) for w in witnesses if w["tracer"] != r["tracer"] or not is_script(w)}
+    if len(counts) != 1 or (min(counts) * calls).denominator != 1:
         return "unverified", r["reason"] + (
-            "; no witness counted the workload's events" if not per_call else
+            "; no witness counted the workload's events" if not counts else
             f"; the witnesses' counts a {call} vary, so its events are not known"), None
-    k = min(per_call)
+    k = min(counts)
     expected = int(k * calls)
     by = ", ".join(sorted({w["tracer"] for w in witnesses}))
     return "unverified", r["reason"] + (f"; the workload made {expected} events, {k} a {call} "
@@ -143,14 +156,13 @@ def mixed(r, seen, calls, apart, most, call):
     counted apart in one) and the runs APART counted the workload's own:
     never `agreed` (its count may hold theirs); the workload's events are
     APART's where those agree on a number a call."""
-    per_call = {Fraction(count(w["events_seen"]) + (count(w["events_dropped"]) or 0),
-                         count(w["calls"])) for w in apart}
+    counts = {per_call(w) for w in apart}
     said = (f"{r['tracer']} counts every process mapping it, and other processes fired the "
             f"marker during this family's runs (up to {most} {record.OTHERS} in a run that "
             "counted them apart)")
-    if len(per_call) != 1 or min(per_call) * calls != int(min(per_call) * calls):
+    if len(counts) != 1 or min(counts) * calls != int(min(counts) * calls):
         return "unverified", f"{said}: its {seen} events may hold theirs", None
-    expected = int(min(per_call) * calls)
+    expected = int(min(counts) * calls)
     tracers = ", ".join(sorted({w["tracer"] for w in apart}))
     if seen < expected:
         return "mismatch", (f"the tracer saw {seen} events in {calls} {call}s, fewer than the "
@@ -159,21 +171,44 @@ def mixed(r, seen, calls, apart, most, call):
                           f"workload's own {expected} by {tracers}"), expected
 
 
-def against(r, seen, calls, others, call, how=KERNEL_WORDS):
+def timed_or_witness(r):
+    """R is a timed run, or a witness run (record.WITNESS_RUN): the runs
+    that witness (a warm-up is judged, never a witness)."""
+    return bool(count(r["rep"])) or record.is_witness_run(r)
+
+
+def per_call(w):
+    """Run W's events (seen and lost) a call."""
+    return Fraction(count(w["events_seen"]) + (count(w["events_dropped"]) or 0),
+                    count(w["calls"]))
+
+
+def whose(w):
+    """Run W's witness, in words: its tracer, or its tracer's witness run."""
+    return f"{w['tracer']}'s witness run" if record.is_witness_run(w) else w["tracer"]
+
+
+def against(r, seen, calls, others, call, how=KERNEL_WORDS, peers=()):
     """(status, reason, events expected) of row R (SEEN events in CALLS
-    calls) against the runs OTHERS of other tracers, witnessed HOW (by the
-    kernel's hit counter in their run, or counting apart: apart_words)."""
-    per_call = {Fraction(count(w["events_seen"]) + (count(w["events_dropped"]) or 0),
-                         count(w["calls"])) for w in others}
-    tracers = ", ".join(sorted({w["tracer"] for w in others}))
-    if len(per_call) > 1:
-        lo, hi = min(per_call), max(per_call)
-        return ("unverified", r["reason"] + (
-            f"; the workload's count varies from run to run ({float(lo):g} to {float(hi):g} "
-            f"events a {call} in the {len(others)} runs of {tracers}, {how}), so no other "
-            "run can witness this one"), None)
-    k = min(per_call)  # (the only one)
-    witness = f"{tracers} ({k} events a {call} in each of their {len(others)} runs, {how})"
+    calls) against the runs OTHERS of other tracers (or a witness run),
+    witnessed HOW (by the kernel's hit counter in their run, or counting
+    apart: apart_words).  PEERS: the timed runs of R's own configuration,
+    where a witness run is among OTHERS: counts that differ among them
+    (a workload that varies) leave R unverified, as witnesses' would."""
+    counts, own = {per_call(w) for w in others}, {per_call(w) for w in peers}
+    tracers = ", ".join(sorted({whose(w) for w in others}))
+    for got, whose_, then in ((counts, "the workload's count", f"in the {len(others)} runs of "
+                               f"{tracers}, {how}), so no other run can witness this one"),
+                              (own, f"{r['config']}'s own count", f"in its {len(peers)} timed "
+                               f"runs), so {tracers}, one run, cannot witness them")):
+        if len(got) > 1:
+            return ("unverified", r["reason"] + (
+                f"; {whose_} varies from run to run ({float(min(got)):g} to "
+                f"{float(max(got)):g} events a {call} {then}"), None)
+    k = min(counts)  # (the only one)
+    where, how = (("in its one run", how.removeprefix("each ")) if len(others) == 1 else
+                  (f"in each of their {len(others)} runs", how))
+    witness = f"{tracers} ({k} events a {call} {where}, {how})"
     expected = k * calls
     if expected.denominator != 1:
         return ("mismatch", f"the tracer saw {seen} events in {calls} {call}s, where {witness} "

@@ -40,8 +40,9 @@ import host
 # 13 added meta's "script" (a run of a user's SCRIPT: userscript.record),
 # its copy and its runs' output (logs/*.script.out).
 # 14 added meta's "kind" (record/: each writer's stamp; this one's KIND).
+# 15 added the witness run (rep 0, sized_by WITNESS_RUN: is_witness_run).
 # Older folders still read.
-FORMAT_VERSION = 14
+FORMAT_VERSION = 15
 KIND = "runs"  # meta.json's "kind" (record.kind_of)
 RUNS_CSV = "runs.csv"
 
@@ -70,6 +71,19 @@ def timed_for_real(meta):
     return (meta.get("lab") or {}).get("accel", "kvm") == "kvm"
 
 
+# A witness run's sized_by: a run of a tracer that counts with the
+# kernel's help at a cost no timed run carries (Tracer.witness_run), added
+# after a real program's cell whose timed runs nothing witnessed; rep 0,
+# never timed, never a warm-up: its count, the kernel's, witnesses the
+# timed runs of its family (measure/witness.py).
+WITNESS_RUN = "witness run: untimed, the kernel counting"
+
+
+def is_witness_run(row):
+    """ROW (as read, or as written) is a witness run (WITNESS_RUN)."""
+    return str(row.get("rep")) == "0" and (row.get("sized_by") or "").startswith(WITNESS_RUN)
+
+
 # What a row must have for the report to read it at all.
 REQUIRED = ["config", "threads", "iterations", "rep", "status", "thread_wall_ns"]
 
@@ -78,7 +92,8 @@ STATUSES = {
     "ok": "the tracer saw exactly the events expected",
     "agreed": "the program keeps no count, and the tracer's equals an independent witness's "
               "exactly: the kernel's hit counter in the same run, or every other tracer's "
-              "count of the same command (the reason names it); it shows that no event was "
+              "count of the same command, or a witness run's, whose count the kernel's "
+              "witnessed (WITNESS_RUN; the reason names it); it shows that no event was "
               "lost between the trap and the tracer, not that the site is the one meant "
               "(a probe by path's hits in other processes are counted apart, events_others; "
               "where any fired, the hit counter witnesses nothing)",

@@ -1,7 +1,7 @@
 """atlas.py: the atlas's README.md (make atlas, scripts/atlas), written
 from its folders alone, so the committed tables can be made again from the
 committed folders (tests/test_atlas.py): a line per kernel (its suite,
-SystemTap, pre-flight, rows); the kernel facts that change the figures,
+SystemTap, libbpf and its USDT link, pre-flight, rows); the kernel facts that change the figures,
 from each guest's own config and its answers to the uprobe and uretprobe
 syscalls; configuration x kernel in guest instructions per event (mean
 [95% interval]), oldest kernel first, each step between adjacent kernels
@@ -28,6 +28,7 @@ import stats
 from render.formats import Notes, f_interval, f_ins, f_ns, table
 from render import where
 from render.lab import short_kernel
+from tracers import libbpf
 
 README = "README.md"
 SPREAD = 0.005  # a traced cell's runs, (max - min) / median per call, that -icount should keep to
@@ -250,6 +251,20 @@ def stap_version(meta):
     return m.group(1) if m else text
 
 
+def libbpf_line(g):
+    """Kernel G's libbpf, as the BPF floor's rows (libbpf-sdt-count) met
+    it: the library its loader ran on and the link its USDT probe took
+    there (a perf_event uprobe, or a uprobe_multi link: libbpf 1.5+ on
+    Linux 6.6+); "-" where it did not run."""
+    said = (g["meta"].get("tracers") or {}).get("libbpf") or ""
+    version = said.split(" (")[0].removeprefix("libbpf ")
+    links = next((h for r in g["rows"] if r["config"] == kin.BPF_FLOOR and r["rep"]
+                  and (h := libbpf.held(r.get("note")))), None)
+    if not version:
+        return "-"
+    return version + (f" (USDT: {links})" if links else "")
+
+
 def kernels_line(guests, hst, own):
     notes, body = Notes(), []
     for g in guests + ([hst] if hst else []):
@@ -259,10 +274,12 @@ def kernels_line(guests, hst, own):
         body.append([g["head"], g["meta"].get("kernel") or lab.get("kernel", "?"),
                      g["name"], lab.get("suite", "the host") if g is not hst else "the host",
                      lab.get("stap", "?") if g is not hst else stap_version(g["meta"]),
+                     libbpf_line(g),
                      notes.inline(lab.get("preflight") or "builds modules") if g is not hst
                      else "-",
                      ", ".join(f"{v} {s}" for s, v in sorted(counts.items()))])
-    head = ["column", "kernel", "folder", "tools", "SystemTap", "module pre-flight", "rows"]
+    head = ["column", "kernel", "folder", "tools", "SystemTap", "libbpf", "module pre-flight",
+            "rows"]
     return ([f"Every configuration under Debian {own.get('tools', '?')}'s tools on each "
              "kernel, THREADS=" + ",".join(map(str, own.get("threads", []))) + ", made by "
              "`make atlas` (scripts/atlas) and written by `python3 scripts/report.py "

@@ -13,7 +13,7 @@ import kin
 import workloads
 from kernel import NEVER_FIRES
 from configs import BASELINE
-from record import LOSSLESS, MEASURED, num
+from record import LOSSLESS, MEASURED, is_witness_run, num
 from .cells import NOISY_CV, calls, cell_stats, common, config_rank, overhead, own_figures, tracer_steady
 from .stopping import pilot
 
@@ -59,8 +59,8 @@ def analyse(rows, meta):
             c.update(n_runs=0, overhead=None, check=None, scaling=None)
             out.append(c)
             continue
-        measured_cell(c, [r for r in rs if r["rep"] == 0 and r["status"] in MEASURED], measured,
-                      ncpu)
+        measured_cell(c, [r for r in rs if r["rep"] == 0 and r["status"] in MEASURED
+                          and not is_witness_run(r)], measured, ncpu)
         out.append(c)
     rank = config_rank(order)
     out.sort(key=lambda c: (rank[c["config"]], c["threads"]))

@@ -96,6 +96,12 @@ class Tracer:
     marker_order = "before"
     marker_order_why = ""
     log_noise = ()  # what it prints on every run, failed or not: never a failure's reason
+    # It can count a run's events with the kernel as its witness at a cost
+    # no timed run may carry (libbpf: BPF_ENABLE_STATS), in a witness run
+    # (record.WITNESS_RUN) that the runner adds where a real program's
+    # timed runs of it had no witness (measure/matrix.py); Run.witness says
+    # which run that is.
+    witness_run = False
     State = RunState
 
     def raises_semaphores(self):

@@ -18,6 +18,14 @@ SIGINT it detaches and prints its per-CPU counts ("name: value" a line),
 read here by name.  Its link, maps and programs are file descriptors: a
 SIGKILLed loader leaves nothing attached (tests/test_libbpf.py).
 
+Its count of a real program's marker is its own; where the program keeps
+none and no other tracer's run witnessed it, the runner adds a witness
+run (Tracer.witness_run, record.WITNESS_RUN): the loader with --witness,
+the kernel counting the program's runs itself (BPF_ENABLE_STATS, which
+times every BPF program's runs while held: never in a timed run), its
+count set beside the program's as ftrace's uprobe_profile is beside its
+ring buffer's.
+
 Which program a row loads is its body (the body table's rows,
 bodies.BODIES["libbpf"]) or its mode (the rows in configs.CONFIGS).
 make lifecycle's (Attached, attached.py's verbs): one program attached to
@@ -45,9 +53,22 @@ COUNT = "sdt_count"  # the count: a row with neither body nor mode loads it
 # what reached the loader is the row's count, what had no room its losses,
 # and the program's own count must equal the two (Events.also).
 COUNTED_IN_BPF = "events its BPF program counted (a per-CPU map)"
+# A witness run's second count (loader --witness): the kernel's own count
+# of the program's runs, and of the runs it skipped (recursion_misses).
+KERNEL_RUNS = "its BPF program's runs, which the kernel counted (BPF_ENABLE_STATS)"
 COUNTS = re.compile(r"^(\w+): (\d+)$", re.M)
 SITE = "sdt_site"  # make lifecycle's program: a count a site (Attached)
 SITE_COUNTS = re.compile(r"^site (\w+): (\d+)$", re.M)
+
+
+HELD = "it held "  # a row's note: the links the loader held (State.links), read back by held()
+
+
+def held(note):
+    """The links a libbpf row's NOTE says its loader held ("perf link (1),
+    perf_event (1)"; "uprobe_multi link (1)"), or None."""
+    m = re.search(re.escape(HELD) + r"([^;]+)", note or "")
+    return m.group(1).strip() if m else None
 
 
 @dataclass
@@ -62,6 +83,7 @@ class Libbpf(Tracer):
     name = "libbpf"
     State = State
     attaches_running = True  # the loader, started beside the held target
+    witness_run = True  # --witness: the kernel's count of its program's runs
     needs = {}  # (its build's: make's needs, clang, bpftool and libbpf-dev)
 
     def available(self):
@@ -105,8 +127,8 @@ class Libbpf(Tracer):
     def attach(self, run):
         running = run.cfg.attach == "running"
         pid = -1 if not running or run.workload.by_path else run.target_pid
-        cmd = [LOADER, self.program(run.cfg), run.build, self.probe(run), str(pid),
-               str(run.group.id if run.group else 0)]
+        cmd = [LOADER, *(["--witness"] if run.witness else []), self.program(run.cfg),
+               run.build, self.probe(run), str(pid), str(run.group.id if run.group else 0)]
         live = self.start_live(run, cmd, lambda live: live.printed(LIVE_LINE))
         try:
             held = held_links(live.proc.pid)
@@ -128,19 +150,25 @@ class Libbpf(Tracer):
         if live.status != 0:
             raise TracerError(f"kit-libbpf exited with status {live.status} at its SIGINT")
         got = {k: int(v) for k, v in COUNTS.findall(out)}
-        missing = [k for k in ("events", "others", "lost", "records") if k not in got]
+        missing = [k for k in ("events", "others", "lost", "records",
+                               *(("runs", "recursion_misses") if run.witness else ()))
+                   if k not in got]
         if missing:
             raise TracerError(f"kit-libbpf printed no {', '.join(missing)} count")
         prog = self.program(run.cfg)
         whom = ("every process mapping it" if run.cfg.attach != "running" or run.workload.by_path
                 else f"pid {run.target_pid}")
         note = f"libbpf, {prog} on {whom}" + (
-            f"; it held {run.state.links}" if run.state.links else "") + (
+            f"; {HELD}{run.state.links}" if run.state.links else "") + (
             f"; other cgroups' events counted apart (the workload's is {run.group.id})"
             if run.group else "")
         if prog == "sdt_arg":
             note += f"; its arguments summed to {got.get('arg_sum', 0)}"
         others = got["others"] if run.group else None
+        if run.witness:
+            if prog in BUFFERED:  # (its records are a second count of its own)
+                raise TracerError(f"a witness run counts with {COUNT}'s program, not {prog}'s")
+            return self.witnessed(got, others, note, live)
         if prog in BUFFERED:
             note += (f"; {got['records']} records reached the loader, {got['lost']} had no room"
                      + (f", the perf buffer said {got['lost_samples']} dropped"
@@ -151,6 +179,18 @@ class Libbpf(Tracer):
         if got["lost"]:  # a map body whose map was full: its entries refused, the count whole
             note += f"; {got['lost']} map entries refused (full)"
         return Events(got["events"], 0, note, tracer_cpu_ns=live.cpu_ns, others=others,
+                      apart=others is not None)
+
+    @staticmethod
+    def witnessed(got, others, note, live):
+        """A witness run's Events: the program's count, and beside it the
+        kernel's count of its runs (those it skipped, recursion_misses,
+        among them and counted lost), which must equal it."""
+        skipped = got["recursion_misses"]
+        note += f"; the kernel ran its program {got['runs']} times" + (
+            f" and skipped it {skipped} times" if skipped else "") + " (BPF_ENABLE_STATS)"
+        return Events(got["events"], skipped, note, tracer_cpu_ns=live.cpu_ns,
+                      also=(KERNEL_RUNS, got["runs"] + skipped), others=others,
                       apart=others is not None)
 
     def detach(self, run):

@@ -3,7 +3,7 @@
  * skeleton, attaches it as a libbpf agent does, says when it is live, and
  * at SIGINT or SIGTERM detaches and prints its counts.
  *
- *   kit-libbpf PROGRAM BINARY PROVIDER:NAME [PID [CGROUP_ID [RING_BYTES]]]
+ *   kit-libbpf [--witness] PROGRAM BINARY PROVIDER:NAME [PID [CGROUP_ID [RING_BYTES]]]
  *   kit-libbpf uprobe_nop BINARY +OFFSET [PID ...]
  *   kit-libbpf sdt_site BINARY PROVIDER:NAME,NAME... [PID]   (make lifecycle's)
  *   kit-libbpf --version         the libbpf it runs on
@@ -16,14 +16,19 @@
  * marker NAME of PROVIDER (up to MAX_SITES), its index the probe's cookie,
  * a count a site (make lifecycle's: scripts/tracers/libbpf.py's Attached).  PID: that process
  * alone, -1 (the default) every process mapping BINARY; CGROUP_ID, not 0:
- * that cgroup's events counted apart from the others'.
+ * that cgroup's events counted apart from the others'.  --witness: the
+ * kernel counts the program's runs itself (BPF_ENABLE_STATS, held from
+ * before the attach until the count is read; every BPF program's runs are
+ * timed while it is held, so a witness run is never a timed one), and
+ * "runs: N" is printed with the counts (measure/witness.py's witness run).
  *
  * stdout: "kit: probes live" once attached (the kit then releases its
  * target), then at the end, detached, one "name: value" a line: events, others,
  * arg_sum, lost (records with no room, or map entries refused), records
  * (the ring or perf buffer's records this loader consumed), lost_samples
- * (those the perf buffer says it dropped); sdt_site's, "site NAME: count"
- * a line after them.  stderr: libbpf's own words.
+ * (those the perf buffer says it dropped), runs and recursion_misses
+ * (--witness: the kernel's count of the program's runs, and of those it
+ * skipped); sdt_site's, "site NAME: count" a line after them.  stderr: libbpf's own words.
  * Exit 0, else 1 with the reason on stderr.  Its link, maps and programs
  * are file descriptors: they go with the process, a SIGKILL included. */
 #include <errno.h>
@@ -114,8 +119,25 @@ static int per_cpu_sum(int fd, __u32 slot, unsigned long long *sum)
 	return 0;
 }
 
-/* The slots, a line each, then each of the NSITES sites' (sdt_site). */
-static int print_counts(struct kit_bpf *skel, char **sites, size_t nsites)
+/* The kernel's own counts of PROG's runs and of the runs it skipped
+ * (BPF_ENABLE_STATS held): "runs" and "recursion_misses" lines. */
+static int print_runs(const struct bpf_program *prog)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len))
+		return fail("reading the program's run count", errno);
+	printf("runs: %llu\nrecursion_misses: %llu\n", (unsigned long long)info.run_cnt,
+	       (unsigned long long)info.recursion_misses);
+	return 0;
+}
+
+/* The slots, a line each, the kernel's run count where WITNESS, then each
+ * of the NSITES sites' (sdt_site). */
+static int print_counts(struct kit_bpf *skel, const struct bpf_program *prog, int witness,
+			char **sites, size_t nsites)
 {
 	unsigned long long sum;
 
@@ -125,6 +147,8 @@ static int print_counts(struct kit_bpf *skel, char **sites, size_t nsites)
 		printf("%s: %llu\n", SLOT_NAMES[slot], sum);
 	}
 	printf("records: %llu\nlost_samples: %llu\n", records, lost_samples);
+	if (witness && print_runs(prog))
+		return 1;
 	for (size_t i = 0; i < nsites; i++) {
 		if (per_cpu_sum(bpf_map__fd(skel->maps.by_site), (__u32)i, &sum))
 			return 1;
@@ -206,11 +230,15 @@ int main(int argc, char **argv)
 	char *probe, *name = NULL;
 	struct sigaction sa;
 	sigset_t stops, old;
-	int err = 0;
+	int err = 0, witness = 0, stats = -1;
 
 	if (argc == 2 && !strcmp(argv[1], "--version")) { /* the library it runs on */
 		printf("libbpf %u.%u\n", libbpf_major_version(), libbpf_minor_version());
 		return fflush(stdout) ? 1 : 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "--witness")) {
+		witness = 1;
+		argc--, argv++;
 	}
 	/* PID -1 or a process's (never 0: the loader itself); a cgroup id; a
 	 * ring's bytes that its map's 32 bits hold */
@@ -219,7 +247,7 @@ int main(int argc, char **argv)
 	    (argc > 5 && (number(argv[5], 10, &cgroup) || cgroup < 0)) ||
 	    (argc > 6 && (number(argv[6], 10, &ring_bytes) || ring_bytes <= 0 ||
 			  ring_bytes > UINT32_MAX))) {
-		fprintf(stderr, "usage: kit-libbpf PROGRAM BINARY PROVIDER:NAME|+OFFSET "
+		fprintf(stderr, "usage: kit-libbpf [--witness] PROGRAM BINARY PROVIDER:NAME|+OFFSET "
 				"[PID [CGROUP_ID [RING_BYTES]]]\n"
 				"       kit-libbpf sdt_site BINARY PROVIDER:NAME,NAME... [PID]\n");
 		return 2;
@@ -283,6 +311,11 @@ int main(int argc, char **argv)
 		err = fail("the buffer's reader", errno);
 		goto out;
 	}
+	/* the kernel's count from the first run on: held before the attach */
+	if (witness && (stats = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0) {
+		err = fail("BPF_ENABLE_STATS", errno);
+		goto out;
+	}
 	links = calloc(nsites ? nsites : 1, sizeof(*links));
 	if (!links) {
 		err = fail("calloc", ENOMEM);
@@ -320,8 +353,10 @@ int main(int argc, char **argv)
 		err = fail("draining the ring", errno);
 	if (pb && perf_buffer__consume(pb) < 0)
 		err = fail("draining the perf buffer", errno);
-	err = print_counts(skel, sites, nsites) || err;
+	err = print_counts(skel, prog, witness, sites, nsites) || err;
 out:
+	if (stats >= 0)
+		close(stats);
 	ring_buffer__free(rb);
 	perf_buffer__free(pb);
 	for (size_t i = 0; links && i < nlinks; i++)
