@@ -164,8 +164,17 @@ MUTANTS = [
      'return bool(count(r["rep"])) or record.is_witness_run(r)', 'return bool(count(r["rep"]))',
      ["WitnessRun.test_its_count_witnesses_its_own_configurations_timed_runs"]),
     ("one witness run taken for timed runs that vary (issue 68)", "scripts/measure/witness.py",
-     "{per_call(w) for w in peers}\n", "set()\n",
+     "{per_call(w) for w in peers or ()}\n", "set()\n",
      ["WitnessRun.test_counts_that_vary_among_the_timed_runs_stay_unverified"]),
+    ("the witness run's traps the program's own count (issue 68)", "scripts/tracers/libbpf.py",
+     "(SITE_TRAPS, trapped)", '(SITE_TRAPS, got["events"])',
+     ["Witnessed.test_the_traps_are_the_witness"]),
+    ("the witness's uprobe event left in tracefs (issue 68)", "scripts/tracers/libbpf.py",
+     "            run.state.counter.stop()\n", "            pass\n",
+     ["Run.test_a_users_marker_witnessed_by_the_kernels_run_count"]),
+    ("a witness run beside one timed run (issue 68)", "scripts/measure/witness.py",
+     "MIN_PEERS = 2", "MIN_PEERS = 1",
+     ["WitnessRun.test_one_timed_run_beside_a_witness_run_stays_unverified"]),
     ("no witness run where nothing witnessed user-libbpf (issue 68)",
      "scripts/measure/matrix.py", "        m.witness(block, n)\n", "",
      ["Run.test_a_users_marker_witnessed_by_the_kernels_run_count"]),
@@ -543,23 +552,31 @@ def copy_tree(dst):
 
 
 def uprobe_events():
+    """(uprobe_events' lines, the tracing instances' names), as sets."""
     with tracefs.private() as t:
         if not t:
-            return set()
+            return set(), set()
         with open(os.path.join(t, "uprobe_events")) as f:
-            return set(f.read().splitlines())
+            return set(f.read().splitlines()), set(os.listdir(os.path.join(t, "instances")))
 
 
 def remove_new(before):
-    """A mutant that breaks cleanup leaves uprobe events behind: remove
-    those that were not there before it ran; returns how many."""
-    new = uprobe_events() - before
+    """A mutant that breaks cleanup leaves uprobe events (and the kit's
+    tracing instances that hold them enabled) behind: remove those that
+    were not there before it ran; returns how many."""
+    events, instances = uprobe_events()
+    new, inst = events - before[0], instances - before[1]
     with tracefs.private() as t:
-        for line in new:
-            m = tracefs.SPEC.match(line)
-            if m and t:
-                tracefs.write(os.path.join(t, "uprobe_events"), f"-:{m.group(1)}/{m.group(2)}")
-    return len(new)
+        specs = [m for m in map(tracefs.SPEC.match, new) if m]
+        for name in inst if t else ():
+            for m in specs:
+                tracefs.remove_instance(os.path.join(t, "instances", name),
+                                        f"{m.group(1)}/{m.group(2)}")
+            if os.path.isdir(os.path.join(t, "instances", name)):
+                os.rmdir(os.path.join(t, "instances", name))
+        for m in specs if t else ():
+            tracefs.write(os.path.join(t, "uprobe_events"), f"-:{m.group(1)}/{m.group(2)}")
+    return len(new) + len(inst)
 
 
 def run_mutant(name, path, old, new, tests):
@@ -570,7 +587,8 @@ def run_mutant(name, path, old, new, tests):
     finally:
         left = remove_new(before)
         if left:
-            print(f"  ({name}: removed the {left} uprobe events it left)", flush=True)
+            print(f"  ({name}: removed the {left} uprobe events and instances it left)",
+                  flush=True)
 
 
 def mutant(path, old, new, tests):

@@ -153,6 +153,41 @@ class Floor(unittest.TestCase):
                          "sdt_ringbuf")
 
 
+class Witnessed(unittest.TestCase):
+    """A witness run's verdict from the loader's counts and the traps of
+    the kit's own uprobe event on the site, by hand (record.verdict)."""
+
+    @staticmethod
+    def verdict(events, runs, traps, skipped=0, dropped=0, others=None):
+        got = {"events": events, "others": others or 0, "runs": runs,
+               "recursion_misses": skipped}
+        live = type("Live", (), {"cpu_ns": None})
+        ev = libbpf.Libbpf.witnessed(got, others, "libbpf", live, (traps, dropped, None))
+        return record.verdict(True, None, ev, real=True)
+
+    def test_the_traps_are_the_witness(self):
+        self.assertEqual(self.verdict(1000, 1000, 1000),
+                         ("agreed", f"agreed with {record.SAME_RUN} ({libbpf.SITE_TRAPS}): "
+                                    "1000 events"))
+        st, why = self.verdict(1000, 1000, 1001)  # a trap libbpf's probe never ran for
+        self.assertEqual(st, "mismatch")
+        self.assertIn(f"1000 events recorded, 1001 {libbpf.SITE_TRAPS}", why)
+
+    def test_runs_the_kernel_skipped_are_lost(self):
+        # 990 runs, 10 skipped (recursion): 1000 traps, 10 lost
+        self.assertEqual(self.verdict(990, 990, 1000, skipped=10)[0], "dropped")
+
+    def test_a_count_the_kernels_runs_deny_is_a_mismatch(self):
+        st, why = self.verdict(1000, 999, 1000)
+        self.assertEqual(st, "mismatch")
+        self.assertIn(f"999 {libbpf.KERNEL_RUNS}", why)
+
+    def test_zero_is_never_fires_and_a_dropping_witness_no_witness(self):
+        self.assertEqual(self.verdict(0, 0, 0)[0], "never-fires")
+        with self.assertRaises(libbpf.TracerError):
+            self.verdict(1000, 1000, 1000, dropped=3)
+
+
 class Run(StateTest):
     """The real loader, as make run starts it."""
 
@@ -186,8 +221,10 @@ class Run(StateTest):
     def test_a_users_marker_witnessed_by_the_kernels_run_count(self):
         """make run CONFIGS=user-libbpf,user-untraced: no ftrace or perf row
         to witness libbpf's count, so a witness run at each thread count
-        (the kernel counting the program's runs, untimed), by which every
-        timed row is agreed: the command's 1,000 calls a run."""
+        (untimed: the traps of a uprobe event of the kit's own on the site,
+        and the kernel's count of the program's runs), by which every timed
+        row is agreed: the command's 1,000 calls a run.  Nothing of the
+        witness's is left in tracefs (StateTest)."""
         target = os.path.join(ROOT, "build", "benchmark-sdt")
         with tempfile.TemporaryDirectory() as res:
             r = kit(["--threads", "1,2", "--iter", "2", "--runs", "2", "--target", target,
@@ -205,8 +242,10 @@ class Run(StateTest):
                 self.assertEqual((x["status"], x["events_seen"]), ("agreed", str(n)),
                                  x["reason"])
                 self.assertEqual(x["reason"], f"agreed with {record.SAME_RUN} "
-                                 f"({libbpf.KERNEL_RUNS}): {n} events")
-                self.assertIn(f"the kernel ran its program {n} times", x["note"])
+                                 f"({libbpf.SITE_TRAPS}): {n} events")
+                self.assertIn(f"the kernel ran its program {n} times (BPF_ENABLE_STATS); the "
+                              f"kit's own uprobe event on the site counted {n} traps in its ring",
+                              x["note"])
         timed = [x for x in mine if x["rep"] not in ("", "0")]
         self.assertEqual(len(timed), 4)
         for x in timed:

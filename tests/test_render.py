@@ -671,23 +671,35 @@ class GuestTools(unittest.TestCase):
     earlier one's bpftrace set to 0.23.2 by hand."""
     SRC = os.path.join(ROOT, "tests", "fixtures", "guest-tools", "lab")
 
-    def test_versions_changes_and_tracers_with_nothing(self):
-        from render import guesttools, lab as render_lab
+    def summary(self, lab, **tools):
+        """The later lab's summary.md, the two labs the fixture's, sid's
+        TOOLS in LAB's meta.json set by hand."""
+        from render import lab as render_lab
         with tempfile.TemporaryDirectory() as d:
-            for lab in ("20261201T000000Z-lab", "20261205T000000Z-lab"):
-                shutil.copytree(self.SRC, os.path.join(d, lab))
-            m = os.path.join(d, "20261201T000000Z-lab", "sid", "meta.json")
+            for name in ("20261201T000000Z-lab", "20261205T000000Z-lab"):
+                shutil.copytree(self.SRC, os.path.join(d, name))
+            m = os.path.join(d, lab, "sid", "meta.json")
             with open(m) as f:
                 meta = json.load(f)
-            meta["tools"]["bpftrace"] = "bpftrace v0.23.2"
+            meta["tools"].update(tools)
             with open(m, "w") as f:
                 json.dump(meta, f)
             top = os.path.join(d, "20261205T000000Z-lab")
-            text = render_lab.summary(top, render_lab.lab_folders(top))
+            return render_lab.summary(top, render_lab.lab_folders(top))
+
+    def test_versions_changes_and_tracers_with_nothing(self):
+        from render import guesttools
+        text = self.summary("20261201T000000Z-lab", bpftrace="bpftrace v0.23.2")
         self.assertIn("| sid      | 0.27.1   | 7.2.13   | 5.6       | 2.16.0  | 0.19    | 3.14.10 |",
                       text)
         self.assertIn("- sid: since 20261201T000000Z-lab, bpftrace 0.23.2 -> 0.27.1:", text)
         self.assertEqual(text.count(" -> "), 1)  # bookworm's and trixie's tools did not move
+        # a version the later runner could not read is no change
+        text = self.summary("20261205T000000Z-lab", bpftrace=None, perf=None)
+        self.assertNotIn(" -> ", text)
+        self.assertIn("- sid: its runner read no version of bpftrace, perf (the --version call "
+                      "failed or timed out), so whether they changed since "
+                      "20261201T000000Z-lab is not known", text)
         self.assertEqual(guesttools.version("Systemtap translator/driver (version 5.6/0.196, "
                                             "Debian version 5.6-1)"), "5.6")
         # 52 runs failed, none measured: said, with the first reason; a

@@ -179,8 +179,9 @@ def witness_run(config, tracer, seen, calls, threads=1, others=0):
     """A tracer's witness run (record.WITNESS_RUN: rep 0): its count equal
     to the kernel's in its run (libbpf's: its program's runs), or, where
     OTHERS of other processes' hits were among them, not witnessed."""
-    r = row(config, tracer, "agreed", seen, calls, f"agreed with {record.SAME_RUN} (its BPF "
-            f"program's runs): {seen} events", threads=threads, rep=0)
+    r = row(config, tracer, "agreed", seen, calls, f"agreed with {record.SAME_RUN} (traps of "
+            f"the kit's own uprobe event on the same site): {seen} events", threads=threads,
+            rep=0)
     if others:
         r.update(status="unverified", reason=f"{seen + others} runs hold {others} others too")
     return dict(r, sized_by=f"{record.WITNESS_RUN} (ITER)", events_others=str(others))
@@ -216,8 +217,18 @@ class WitnessRun(unittest.TestCase):
         for st, why, expected in got.values():
             self.assertEqual((st, expected), ("unverified", None))
             self.assertIn("user-libbpf's own count varies from run to run (99999 to 100000 "
-                          "events a run in its 3 timed runs), so libbpf's witness run, one run, "
-                          "cannot witness them", why)
+                          "events a run in its 3 timed runs), so no witness run can witness "
+                          "them", why)
+
+    def test_one_timed_run_beside_a_witness_run_stays_unverified(self):
+        rows = [*self.timed(100000), witness_run("user-libbpf", "libbpf", 100000, 1)]
+        st, why, expected = witness.judge(rows)[0]
+        self.assertEqual((st, expected), ("unverified", None))
+        self.assertIn("user-libbpf ran 1 timed run here, and a witness run beside one run cannot "
+                      "say that the workload's count holds from run to run", why)
+        # beside another tracer's kernel-witnessed runs, the rule is theirs
+        rows.append(kernel("user-ftrace", "ftrace", 100000, 1))
+        self.assertEqual(witness.judge(rows)[0][0], "agreed")
 
     def test_timed_runs_that_agree_but_not_with_it_are_mismatches(self):
         rows = [*self.timed(99999, 99999), witness_run("user-libbpf", "libbpf", 100000, 1)]
@@ -237,9 +248,11 @@ class WitnessRun(unittest.TestCase):
 
     def test_it_witnesses_another_tracers_runs_too(self):
         rows = [row("user-bpftrace", "bpftrace", "unverified", 300000, 3, UNVERIFIED),
+                row("user-bpftrace", "bpftrace", "unverified", 200000, 2, UNVERIFIED, rep=2),
                 witness_run("user-libbpf", "libbpf", 100000, 1)]
         st, why, expected = witness.judge(rows)[0]
         self.assertEqual((st, expected), ("agreed", 300000))
+        self.assertIn("agreed with libbpf's witness run (100000 events a run in its one run", why)
 
     def test_it_is_not_a_warm_up_to_the_report(self):
         self.assertTrue(record.is_witness_run(witness_run("user-libbpf", "libbpf", 1, 1)))

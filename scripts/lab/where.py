@@ -110,7 +110,8 @@ def run_pids(folder, rows):
     ValueError if two name one pid."""
     got = {}
     for r in rows:
-        log = os.path.join(folder, "logs", f"{r['config']}-t{r['threads']}-r{r['rep']}.log")
+        log = os.path.join(folder, "logs", record.log_name(r["config"], r["threads"], r["rep"],
+                                                           witness=record.is_witness_run(r)))
         if not os.path.exists(log):
             continue
         with open(log, errors="replace") as f:

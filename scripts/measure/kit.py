@@ -68,8 +68,8 @@ class Run:
         kit.serial += 1
         self.tag = leftovers.run_tag(kit.id, kit.serial)
         paced = "" if rate == TIGHT else f"-rate{rate}"
-        self.log = os.path.join(kit.folder.logs, f"{cfg.name}-t{threads}{paced}-"
-                                f"{'witness' if witness else f'r{rep}'}.log")
+        self.log = os.path.join(kit.folder.logs,
+                                record.log_name(cfg.name, threads, rep, paced, witness))
         self.scratch = tempfile.mkdtemp(prefix=self.tag + "-", dir=kit.scratch)
         self.state = tracer.State()
         self.pids = set()  # the tracer's processes (what they leave behind is removed)

@@ -138,7 +138,7 @@ def measure(kit, args, wanted, skip):
     check_signalled()  # one that came during the last run
     n = kit.folder.rejudge(lambda rows: witness.judge(rows, args))
     if n:
-        say(f"run: {n} rows of real programs judged against the other tracers' counts "
+        say(f"run: {n} rows of real programs judged against their witnesses' counts "
             "(measure/witness.py)")
     meta["finished"] = record.now()
 
@@ -369,11 +369,12 @@ class Matrix:
                 continue
             timed = [row for row, _ in self.runs
                      if (row["config"], row["threads"]) == (c.name, n) and row["rep"]]
-            kin_runs = [row for row, _ in self.runs if row["rep"] and row["tracer"] != c.tracer
-                        and timed and witness.family(row) == witness.family(timed[-1])]
+            family = [row for row, _ in self.runs if row["rep"] and timed
+                      and witness.family(row) == witness.family(timed[-1])]
             if (not any(row["status"] == "unverified" for row in timed)
-                    or any(map(record.kernel_witnessed, kin_runs))
-                    or any(row.get("events_others") for row in timed)):
+                    or any(record.kernel_witnessed(row) for row in family
+                           if row["tracer"] != c.tracer)
+                    or any(row.get("events_others") for row in family)):
                 continue
             check_signalled()
             row, _ = self.kit.run_one(c, n, timed[-1]["iterations"], 0,

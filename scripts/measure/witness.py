@@ -99,11 +99,11 @@ def judge(rows, inputs=None):
                     continue
                 # a witness run is one run: the row's own config's timed runs say
                 # whether the workload's count holds from run to run
-                peers = [rows[j] for j in idx if any(map(record.is_witness_run, others))
-                         and rows[j]["config"] == r["config"] and count(rows[j]["rep"])
-                         and count(rows[j]["events_seen"]) is not None
-                         and count(rows[j]["calls"])]
-                out[i] = against(r, seen, calls, others, call, peers=peers)
+                peers = [rows[j] for j in idx if rows[j]["config"] == r["config"]
+                         and count(rows[j]["rep"]) and count(rows[j]["calls"])
+                         and count(rows[j]["events_seen"]) is not None]
+                out[i] = against(r, seen, calls, others, call, peers=peers if any(
+                    map(record.is_witness_run, others)) else None)
             silent = out[i][0] == "never-fires" and workloads.get(f[0], inputs).why_silent()
             if silent:
                 out[i] = (out[i][0], out[i][1] + "; " + silent,
@@ -116,6 +116,10 @@ def judge(rows, inputs=None):
 # tracers' counts apart, where those of at least this many other tracers
 # agree exactly on one number a call (with the run's own, three ways).
 APART_WITNESSES = 2
+# Where witness runs are a row's only witnesses, its configuration's timed
+# runs that must agree among themselves, at least (one run agrees with
+# itself: it cannot say the workload holds).
+MIN_PEERS = 2
 KERNEL_WORDS = "each equal to the kernel's hit counter"
 
 
@@ -144,7 +148,7 @@ def script(r, calls, witnesses, call):
             f"; the witnesses' counts a {call} vary, so its events are not known"), None
     k = min(counts)
     expected = int(k * calls)
-    by = ", ".join(sorted({w["tracer"] for w in witnesses}))
+    by = ", ".join(sorted({whose(w) for w in witnesses}))
     return "unverified", r["reason"] + (f"; the workload made {expected} events, {k} a {call} "
                                         f"by {by} in each of their runs"), expected
 
@@ -188,19 +192,24 @@ def whose(w):
     return f"{w['tracer']}'s witness run" if record.is_witness_run(w) else w["tracer"]
 
 
-def against(r, seen, calls, others, call, how=KERNEL_WORDS, peers=()):
+def against(r, seen, calls, others, call, how=KERNEL_WORDS, peers=None):
     """(status, reason, events expected) of row R (SEEN events in CALLS
     calls) against the runs OTHERS of other tracers (or a witness run),
     witnessed HOW (by the kernel's hit counter in their run, or counting
     apart: apart_words).  PEERS: the timed runs of R's own configuration,
     where a witness run is among OTHERS: counts that differ among them
-    (a workload that varies) leave R unverified, as witnesses' would."""
-    counts, own = {per_call(w) for w in others}, {per_call(w) for w in peers}
+    (a workload that varies) leave R unverified, as witnesses' would, and
+    so do fewer than MIN_PEERS of them beside witness runs alone."""
+    counts, own = {per_call(w) for w in others}, {per_call(w) for w in peers or ()}
     tracers = ", ".join(sorted({whose(w) for w in others}))
+    if peers is not None and len(peers) < MIN_PEERS and all(map(record.is_witness_run, others)):
+        return ("unverified", r["reason"] + (
+            f"; {r['config']} ran {len(peers)} timed run here, and a witness run beside one run "
+            "cannot say that the workload's count holds from run to run"), None)
     for got, whose_, then in ((counts, "the workload's count", f"in the {len(others)} runs of "
                                f"{tracers}, {how}), so no other run can witness this one"),
-                              (own, f"{r['config']}'s own count", f"in its {len(peers)} timed "
-                               f"runs), so {tracers}, one run, cannot witness them")):
+                              (own, f"{r['config']}'s own count", f"in its {len(peers or ())} "
+                               "timed runs), so no witness run can witness them")):
         if len(got) > 1:
             return ("unverified", r["reason"] + (
                 f"; {whose_} varies from run to run ({float(min(got)):g} to "

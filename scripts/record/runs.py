@@ -84,6 +84,13 @@ def is_witness_run(row):
     return str(row.get("rep")) == "0" and (row.get("sized_by") or "").startswith(WITNESS_RUN)
 
 
+def log_name(config, threads, rep, paced="", witness=False):
+    """A run's log's name in its folder's logs/ (measure/kit.py writes
+    it, lab/where.py reads it): PACED its rate's suffix, WITNESS a witness
+    run's (whose rep 0 a warm-up's log has)."""
+    return f"{config}-t{threads}{paced}-{'witness' if witness else f'r{rep}'}.log"
+
+
 # What a row must have for the report to read it at all.
 REQUIRED = ["config", "threads", "iterations", "rep", "status", "thread_wall_ns"]
 

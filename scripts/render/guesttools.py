@@ -80,10 +80,16 @@ def tool_lines(folders, loaded):
         name, before = earlier(d, suite)
         if before and before.get("tools"):
             was = versions(before)
-            moved = [f"{w} {was[k]} -> {now[k]}" for k, w in SHOWN if was[k] != now[k]]
+            moved = [f"{w} {was[k]} -> {now[k]}" for k, w in SHOWN
+                     if was[k] != now[k] and "-" not in (was[k], now[k])]
             if moved:
                 said.append(f"- {suite}: since {name}, {', '.join(moved)}: its figures are "
                             "not those of the earlier lab's tools")
+            unread = [w for k, w in SHOWN if now[k] == "-" and was[k] != "-"]
+            if unread:  # (not a change: a --version that failed or ran past its time)
+                said.append(f"- {suite}: its runner read no version of {', '.join(unread)} "
+                            f"(the --version call failed or timed out), so whether they changed "
+                            f"since {name} is not known")
         for t, (n, why) in unmeasured(rows).items():
             said.append(f"- {suite}: {t} failed {n} runs and measured none: {why}")
     return (["", "Tools in each guest (their versions as each guest's runner read them):", "",

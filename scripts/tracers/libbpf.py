@@ -20,11 +20,12 @@ SIGKILLed loader leaves nothing attached (tests/test_libbpf.py).
 
 Its count of a real program's marker is its own; where the program keeps
 none and no other tracer's run witnessed it, the runner adds a witness
-run (Tracer.witness_run, record.WITNESS_RUN): the loader with --witness,
-the kernel counting the program's runs itself (BPF_ENABLE_STATS, which
-times every BPF program's runs while held: never in a timed run), its
-count set beside the program's as ftrace's uprobe_profile is beside its
-ring buffer's.
+run (Tracer.witness_run, record.WITNESS_RUN), never timed: beside the
+loader, a uprobe event of the kit's own on the same site, which the kit
+places from the marker's note (tracefs.UprobeCounter: its ring counts
+every trap, as ftrace's does beside its hits), and the loader with
+--witness, the kernel counting the program's runs and skipped runs
+(BPF_ENABLE_STATS, which times every BPF program's runs while held).
 
 Which program a row loads is its body (the body table's rows,
 bodies.BODIES["libbpf"]) or its mode (the rows in configs.CONFIGS).
@@ -42,6 +43,7 @@ import host
 from bodies import BUFFERED
 from elfinfo import Elf
 
+from . import tracefs
 from .attached import LIVE_LIMIT_S, POLL_S, Process, TracerGone, held_links
 from .base import LIVE_LINE, Events, RunState, Tracer, TracerError
 
@@ -53,9 +55,12 @@ COUNT = "sdt_count"  # the count: a row with neither body nor mode loads it
 # what reached the loader is the row's count, what had no room its losses,
 # and the program's own count must equal the two (Events.also).
 COUNTED_IN_BPF = "events its BPF program counted (a per-CPU map)"
-# A witness run's second count (loader --witness): the kernel's own count
-# of the program's runs, and of the runs it skipped (recursion_misses).
-KERNEL_RUNS = "its BPF program's runs, which the kernel counted (BPF_ENABLE_STATS)"
+# A witness run's counts beside the program's: the traps of a uprobe event
+# of the kit's own on the same site (tracefs.UprobeCounter: placed from
+# the marker's note by the kit, not by libbpf), and the kernel's count of
+# the program's runs and of those it skipped (loader --witness).
+SITE_TRAPS = "traps of the kit's own uprobe event on the same site, in its ring"
+KERNEL_RUNS = "its BPF program's runs and skipped runs, which the kernel counted"
 COUNTS = re.compile(r"^(\w+): (\d+)$", re.M)
 SITE = "sdt_site"  # make lifecycle's program: a count a site (Attached)
 SITE_COUNTS = re.compile(r"^site (\w+): (\d+)$", re.M)
@@ -77,6 +82,7 @@ class State(RunState):
     # the attach path libbpf took, read from the loader's fds once live: a
     # perf_event uprobe, or (libbpf 1.5+ on Linux 6.6+, USDT) a uprobe_multi link
     links: str = ""
+    counter: object = None  # a witness run's tracefs.UprobeCounter, until detach
 
 
 class Libbpf(Tracer):
@@ -124,7 +130,26 @@ class Libbpf(Tracer):
                               "where the raw uprobe takes one")
         return f"+{elf.file_offset(notes[0].pc):x}"
 
+    def count_traps(self, run):
+        """A witness run's kernel count of the site's traps, started before
+        the loader (tracefs.UprobeCounter)."""
+        if not tracefs.MOUNTS.ensure():
+            raise TracerError("a witness run counts the site's traps through tracefs, which "
+                              "could not be mounted")
+        off, sem, _ = tracefs.site(run, note_ref=True)  # (the reference counter libbpf gives)
+        run.state.counter = tracefs.UprobeCounter(run.tag, f"{run.tag}_witness", run.build,
+                                                  off, sem)
+        try:
+            run.state.counter.start()
+        except OSError as e:
+            raise TracerError(f"the witness's uprobe event: {e.strerror or e}")
+        with open(run.log, "a") as f:
+            f.write(f"witness: uprobe_events: {run.state.counter.spec}, instance "
+                    f"{run.state.counter.inst} (overwrite)\n")
+
     def attach(self, run):
+        if run.witness:
+            self.count_traps(run)
         running = run.cfg.attach == "running"
         pid = -1 if not running or run.workload.by_path else run.target_pid
         cmd = [LOADER, *(["--witness"] if run.witness else []), self.program(run.cfg),
@@ -168,7 +193,7 @@ class Libbpf(Tracer):
         if run.witness:
             if prog in BUFFERED:  # (its records are a second count of its own)
                 raise TracerError(f"a witness run counts with {COUNT}'s program, not {prog}'s")
-            return self.witnessed(got, others, note, live)
+            return self.witnessed(got, others, note, live, run.state.counter.count())
         if prog in BUFFERED:
             note += (f"; {got['records']} records reached the loader, {got['lost']} had no room"
                      + (f", the perf buffer said {got['lost_samples']} dropped"
@@ -182,19 +207,32 @@ class Libbpf(Tracer):
                       apart=others is not None)
 
     @staticmethod
-    def witnessed(got, others, note, live):
-        """A witness run's Events: the program's count, and beside it the
-        kernel's count of its runs (those it skipped, recursion_misses,
-        among them and counted lost), which must equal it."""
-        skipped = got["recursion_misses"]
-        note += f"; the kernel ran its program {got['runs']} times" + (
-            f" and skipped it {skipped} times" if skipped else "") + " (BPF_ENABLE_STATS)"
-        return Events(got["events"], skipped, note, tracer_cpu_ns=live.cpu_ns,
-                      also=(KERNEL_RUNS, got["runs"] + skipped), others=others,
-                      apart=others is not None)
+    def witnessed(got, others, note, live, traps):
+        """A witness run's Events: the program's count (the runs the kernel
+        skipped, recursion_misses, counted lost), and beside it as its
+        witness the traps of the kit's own uprobe event on the site
+        (TRAPS: tracefs.UprobeCounter.count()), every process's; where the
+        kernel's count of the program's runs and skipped runs is not the
+        program's count, that count instead (a mismatch)."""
+        skipped, (trapped, dropped, hits) = got["recursion_misses"], traps
+        if dropped:
+            raise TracerError(f"the witness's uprobe event's ring dropped {dropped} events: "
+                              "its count of the site's traps is no count")
+        note += (f"; the kernel ran its program {got['runs']} times"
+                 + (f" and skipped it {skipped} times" if skipped else "")
+                 + f" (BPF_ENABLE_STATS); the kit's own uprobe event on the site counted "
+                 f"{trapped} traps in its ring" + (f", {hits} hits" if hits is not None else ""))
+        ran = got["runs"] + skipped
+        also = (SITE_TRAPS, trapped) if ran == got["events"] + skipped + (others or 0) else (
+            KERNEL_RUNS, ran)
+        return Events(got["events"], skipped, note, tracer_cpu_ns=live.cpu_ns, also=also,
+                      others=others, apart=others is not None)
 
     def detach(self, run):
         self.stop_live(run)
+        if run.state.counter:  # (kept until stopped: if this raises, cleanup tries again)
+            run.state.counter.stop()
+            run.state.take("counter")
 
 
 BACKEND = Libbpf()

@@ -379,6 +379,41 @@ def remove_instance(inst, event):
         time.sleep(0.05)
 
 
+class UprobeCounter:
+    """The kernel's own count of a site's traps beside another tracer's
+    probe on it (a libbpf witness run: tracers/libbpf.py): a uprobe event
+    of the kit's, GROUP/EVENT at OFFSET of BINARY (SEMAPHORE its reference
+    counter, as the other's must be: the kernel refuses two at one site),
+    enabled in a tracing instance of its own (GROUP) in overwrite mode,
+    whose ring's events (entries + overrun, per CPU: exact) are every trap
+    of every process mapping BINARY; uprobe_profile's hits beside them.
+    start(), count() after the traps, stop() always (what start made)."""
+
+    def __init__(self, group, event, binary, offset, semaphore=None):
+        self.group, self.event, self.binary = group, event, binary
+        self.offset, self.semaphore = offset, semaphore
+        self.inst, self.spec = os.path.join(find(), "instances", group), None
+
+    def start(self):
+        self.spec = add_uprobe(self.group, self.event, self.binary, self.offset, self.semaphore)
+        os.mkdir(self.inst)
+        write(os.path.join(self.inst, "options", "overwrite"), "1")
+        write(os.path.join(self.inst, "buffer_size_kb"), "64")
+        write(os.path.join(self.inst, "events", self.group, self.event, "enable"), "1")
+
+    def count(self):
+        """(events its ring took, events it dropped, uprobe_profile's hits or None)."""
+        stats = ring_stats(self.inst)
+        return (written(stats), stats["dropped events"] + stats["commit overrun"],
+                hits(self.event, self.binary))
+
+    def stop(self):
+        remove_instance(self.inst, f"{self.group}/{self.event}")
+        if self.spec:
+            remove_uprobe(self.group, self.event)
+            self.spec = None
+
+
 class EventCounter:
     """Counts a kernel event (e.g. syscalls/sys_enter_uretprobe) fired by
     tasks named COMM, exactly, in a tracing instance of its own (NAME) with
