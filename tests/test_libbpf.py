@@ -158,11 +158,14 @@ class Witnessed(unittest.TestCase):
     the kit's own uprobe event on the site, by hand (record.verdict)."""
 
     @staticmethod
-    def verdict(events, runs, traps, skipped=0, dropped=0, others=None):
+    def verdict(events, runs, traps, skipped=0, dropped=0, others=None, window=None):
+        """WINDOW: the ring's events before the loader, once it was live,
+        before its SIGINT, after it ended (by default all TRAPS inside)."""
         got = {"events": events, "others": others or 0, "runs": runs,
                "recursion_misses": skipped}
         live = type("Live", (), {"cpu_ns": None})
-        ev = libbpf.Libbpf.witnessed(got, others, "libbpf", live, (traps, dropped, None))
+        ev = libbpf.Libbpf.witnessed(got, others, "libbpf", live, (traps, dropped, None),
+                                     window or [0, 0, traps, traps])
         return record.verdict(True, None, ev, real=True)
 
     def test_the_traps_are_the_witness(self):
@@ -172,6 +175,15 @@ class Witnessed(unittest.TestCase):
         st, why = self.verdict(1000, 1000, 1001)  # a trap libbpf's probe never ran for
         self.assertEqual(st, "mismatch")
         self.assertIn(f"1000 events recorded, 1001 {libbpf.SITE_TRAPS}", why)
+
+    def test_traps_outside_the_loaders_window_witness_nothing(self):
+        # 3 traps before the loader was live, 2 after its SIGINT: 1,005 in
+        # the ring, 1,000 in the loader's window; no witness, not a mismatch
+        st, why = self.verdict(1000, 1000, 1005, window=[0, 3, 1003, 1005])
+        self.assertEqual(st, "unverified")
+        self.assertIn("5 of the traps fell while the loader was not attached", why)
+        # a ring that held 7 before the loader started: those are not counted
+        self.assertEqual(self.verdict(1000, 1000, 1007, window=[7, 7, 1007, 1007])[0], "agreed")
 
     def test_runs_the_kernel_skipped_are_lost(self):
         # 990 runs, 10 skipped (recursion): 1000 traps, 10 lost
@@ -218,7 +230,7 @@ class Run(StateTest):
                     self.assertIn(f"its arguments summed to {int(x['threads']) * k * (k - 1) // 2}",
                                   x["note"])
 
-    def test_a_users_marker_witnessed_by_the_kernels_run_count(self):
+    def test_a_users_marker_witnessed_by_a_witness_run(self):
         """make run CONFIGS=user-libbpf,user-untraced: no ftrace or perf row
         to witness libbpf's count, so a witness run at each thread count
         (untimed: the traps of a uprobe event of the kit's own on the site,

@@ -365,7 +365,8 @@ class Matrix:
         never timed, never in the plan's timings; measure/witness.py then
         judges the timed runs by it."""
         for c, _, r in block:
-            if not (c.workload and tracers.get(c.tracer).witness_run):
+            tracer = tracers.get(c.tracer)
+            if not (c.workload and tracer.witness_run):
                 continue
             timed = [row for row, _ in self.runs
                      if (row["config"], row["threads"]) == (c.name, n) and row["rep"]]
@@ -376,12 +377,16 @@ class Matrix:
                            if row["tracer"] != c.tracer)
                     or any(row.get("events_others") for row in family)):
                 continue
+            why = tracer.witness_problem(c, workloads.get(c.workload, self.args))
+            if why:
+                say(f"[witness threads={n}] {c.name}: no witness run: {why}")
+                continue
             check_signalled()
             row, _ = self.kit.run_one(c, n, timed[-1]["iterations"], 0,
                                       sized_by=timed[-1]["sized_by"], witness=True)
             self.nwitness += 1
             say(f"[witness threads={n}] {c.name} iter={row['iterations']}, untimed, its count "
-                f"witnessed by the kernel's: {row['status']}"
+                f"against the site's traps: {row['status']}"
                 + (f" ({row['reason']})" if row.get("reason") else ""))
 
     def rounds(self, block, n):

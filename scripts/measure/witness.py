@@ -18,13 +18,14 @@ help from the program:
    (PostgreSQL's lwlock__acquire; a JVM's start-up), no other run can
    witness this one, and the row stays `unverified`, saying so.
 3. A tracer's witness run (record.WITNESS_RUN): where a real program's
-   timed runs had neither, the runner runs one more of a tracer that can
-   count with the kernel's help at a cost no timed run may carry
-   (libbpf's --witness: the kernel counts its program's runs, which
-   BPF_ENABLE_STATS times), untimed, after the cell's rounds
-   (measure/matrix.py); its count, equal to the kernel's, witnesses the
-   family's timed runs as (2)'s do, the row's own configuration's timed
-   runs agreeing among themselves (one run cannot say the workload holds).
+   timed runs had neither, the runner runs one more of a tracer whose
+   count the kernel can witness at a cost no timed run may carry (libbpf:
+   a uprobe event of the kit's own on the same site counting its traps,
+   tracers/libbpf.py), untimed, after the cell's rounds
+   (measure/matrix.py); its count, equal to the traps, witnesses the
+   family's timed runs as (2)'s do, where at least MIN_PEERS of the row's
+   own configuration's timed runs agree among themselves (one run cannot
+   say the workload holds).
 
 The rule is exact, never "within some %": a workload that varies gets no
 cross-run witness at all (tests/test_witness.py: a varying one, a fixed

@@ -104,6 +104,10 @@ class Tracer:
     witness_run = False
     State = RunState
 
+    def witness_problem(self, cfg, workload):
+        """Why a witness run of CFG on WORKLOAD could witness nothing, or None."""
+        return None
+
     def raises_semaphores(self):
         """Whether its probe on a marker raises the marker's semaphore (the
         kernel's reference counter), so the runner need not."""

@@ -83,6 +83,9 @@ class State(RunState):
     # perf_event uprobe, or (libbpf 1.5+ on Linux 6.6+, USDT) a uprobe_multi link
     links: str = ""
     counter: object = None  # a witness run's tracefs.UprobeCounter, until detach
+    # its ring's events before the loader started, once it was live, before
+    # its SIGINT and after it ended: every trap counted in the loader's window
+    traps: list = None
 
 
 class Libbpf(Tracer):
@@ -130,6 +133,15 @@ class Libbpf(Tracer):
                               "where the raw uprobe takes one")
         return f"+{elf.file_offset(notes[0].pc):x}"
 
+    def witness_problem(self, cfg, workload):
+        """The witness's uprobe event puts one uprobe on one site of a
+        program by path (tracefs.UprobeCounter counts every process's traps,
+        so a loader on one process has no witness in it)."""
+        if not workload.by_path:
+            return f"{workload.name} is probed in one process, and the witness counts every one's"
+        return (tracefs.path_problem(workload.program, "the witness's uprobe event")
+                or tracefs.sites_problem(cfg, "the witness's uprobe event", workload))
+
     def count_traps(self, run):
         """A witness run's kernel count of the site's traps, started before
         the loader (tracefs.UprobeCounter)."""
@@ -143,6 +155,7 @@ class Libbpf(Tracer):
             run.state.counter.start()
         except OSError as e:
             raise TracerError(f"the witness's uprobe event: {e.strerror or e}")
+        run.state.traps = [run.state.counter.count()[0]]
         with open(run.log, "a") as f:
             f.write(f"witness: uprobe_events: {run.state.counter.spec}, instance "
                     f"{run.state.counter.inst} (overwrite)\n")
@@ -160,8 +173,12 @@ class Libbpf(Tracer):
         except OSError:  # (ended meanwhile: events() says so)
             held = {}
         run.state.links = ", ".join(f"{k} ({n})" for k, n in sorted(held.items()))
+        if run.witness:
+            run.state.traps.append(run.state.counter.count()[0])
 
     def events(self, run):
+        if run.witness and run.state.live and run.state.live.status is None:
+            run.state.traps.append(run.state.counter.count()[0])
         live = self.stop_live(run)
         if live is None:
             raise TracerError("the loader never started")
@@ -193,7 +210,8 @@ class Libbpf(Tracer):
         if run.witness:
             if prog in BUFFERED:  # (its records are a second count of its own)
                 raise TracerError(f"a witness run counts with {COUNT}'s program, not {prog}'s")
-            return self.witnessed(got, others, note, live, run.state.counter.count())
+            traps = run.state.counter.count()
+            return self.witnessed(got, others, note, live, traps, run.state.traps + [traps[0]])
         if prog in BUFFERED:
             note += (f"; {got['records']} records reached the loader, {got['lost']} had no room"
                      + (f", the perf buffer said {got['lost_samples']} dropped"
@@ -207,17 +225,22 @@ class Libbpf(Tracer):
                       apart=others is not None)
 
     @staticmethod
-    def witnessed(got, others, note, live, traps):
+    def witnessed(got, others, note, live, traps, window):
         """A witness run's Events: the program's count (the runs the kernel
         skipped, recursion_misses, counted lost), and beside it as its
         witness the traps of the kit's own uprobe event on the site
-        (TRAPS: tracefs.UprobeCounter.count()), every process's; where the
+        (TRAPS: tracefs.UprobeCounter.count() at the end), every process's,
+        where all fell in the loader's window (WINDOW: the ring's events
+        before the loader, once live, before its SIGINT, after it ended;
+        else no witness: the row says how many fell outside); where the
         kernel's count of the program's runs and skipped runs is not the
         program's count, that count instead (a mismatch)."""
         skipped, (trapped, dropped, hits) = got["recursion_misses"], traps
         if dropped:
             raise TracerError(f"the witness's uprobe event's ring dropped {dropped} events: "
                               "its count of the site's traps is no count")
+        outside = (window[1] - window[0] + window[3] - window[2]) if len(window) == 4 else None
+        trapped -= window[0]
         note += (f"; the kernel ran its program {got['runs']} times"
                  + (f" and skipped it {skipped} times" if skipped else "")
                  + f" (BPF_ENABLE_STATS); the kit's own uprobe event on the site counted "
@@ -225,6 +248,10 @@ class Libbpf(Tracer):
         ran = got["runs"] + skipped
         also = (SITE_TRAPS, trapped) if ran == got["events"] + skipped + (others or 0) else (
             KERNEL_RUNS, ran)
+        if outside != 0 and also[0] == SITE_TRAPS:  # (the loader saw none of those)
+            also = None
+            note += (f"; {outside} of the traps fell while the loader was not attached, so "
+                     "they witness nothing" if outside else "; the loader's window was not read")
         return Events(got["events"], skipped, note, tracer_cpu_ns=live.cpu_ns, also=also,
                       others=others, apart=others is not None)
 

@@ -409,9 +409,8 @@ class UprobeCounter:
 
     def stop(self):
         remove_instance(self.inst, f"{self.group}/{self.event}")
-        if self.spec:
-            remove_uprobe(self.group, self.event)
-            self.spec = None
+        remove_uprobe(self.group, self.event)  # (if defined: a signal may have come between
+        self.spec = None                       # the kernel's taking it and start()'s return)
 
 
 class EventCounter:
