@@ -92,7 +92,7 @@ class Libbpf(Tracer):
     name = "libbpf"
     State = State
     attaches_running = True  # the loader, started beside the held target
-    witness_run = True  # --witness: the kernel's count of its program's runs
+    witness_run = True  # beside its count: the site's traps, and its runs (count_traps, --witness)
     needs = {}  # (its build's: make's needs, clang, bpftool and libbpf-dev)
 
     def available(self):
