@@ -256,8 +256,7 @@ def libbpf_line(g):
     it: the library its loader ran on and the link its USDT probe took
     there (a perf_event uprobe, or a uprobe_multi link: libbpf 1.5+ on
     Linux 6.6+); "-" where it did not run."""
-    said = (g["meta"].get("tracers") or {}).get("libbpf") or ""
-    version = said.split(" (")[0].removeprefix("libbpf ")
+    version = libbpf.Libbpf.version_of((g["meta"].get("tracers") or {}).get("libbpf"))
     links = next((h for r in g["rows"] if r["config"] == kin.BPF_FLOOR and r["rep"]
                   and (h := libbpf.held(r.get("note")))), None)
     if not version:

@@ -66,6 +66,7 @@ SITE = "sdt_site"  # make lifecycle's program: a count a site (Attached)
 SITE_COUNTS = re.compile(r"^site (\w+): (\d+)$", re.M)
 
 
+DESCRIBED = " (build/kit-libbpf)"  # after the loader's --version line in describe()
 HELD = "it held "  # a row's note: the links the loader held (State.links), read back by held()
 
 
@@ -107,7 +108,13 @@ class Libbpf(Tracer):
         if self.available():
             return None
         status, out = host.run([LOADER, "--version"], timeout=10)
-        return f"{out.strip()} (build/kit-libbpf)" if status == 0 else None
+        return f"{out.strip()}{DESCRIBED}" if status == 0 else None
+
+    @staticmethod
+    def version_of(described):
+        """The library's version in a describe() line (meta.json's
+        tracers): "libbpf 1.7 (build/kit-libbpf)" -> "1.7"; "" if none."""
+        return (described or "").removesuffix(DESCRIBED).removeprefix("libbpf ")
 
     @staticmethod
     def program(cfg):
